@@ -1,0 +1,47 @@
+# The two commands: `make run` (the platform, embedded default) and `make test` (the whole suite).
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test venv migrate demo bench lint fmt worker torchserve-stop clean
+
+$(STAMP): requirements.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements.txt
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+migrate: $(STAMP)
+	$(PY) manage.py migrate --noinput
+
+demo: migrate
+	$(PY) manage.py load_demo
+
+run: demo
+	$(PY) manage.py demo_models
+	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
+	$(PY) manage.py runserver $(HOST):$(PORT)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
+
+worker: $(STAMP)
+	$(VENV)/bin/celery -A dynabench_site worker --loglevel=info --concurrency=2
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+fmt: $(STAMP)
+	$(VENV)/bin/ruff format . && $(VENV)/bin/ruff check --fix .
+
+clean:
+	rm -rf var .pytest_cache

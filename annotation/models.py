@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from annotation.managers import ExampleQuerySet
+
+
+class Example(models.Model):
+    """One example a writer submitted, with the model verdict that the server decided."""
+
+    class Scoring(models.TextChoices):
+        PENDING = "pending", "Saved — scoring"
+        SCORED = "scored", "Scored"
+        FAILED = "failed", "Scoring failed"
+
+    class Consensus(models.TextChoices):
+        UNVALIDATED = "unvalidated", "Not yet decided"
+        VERIFIED = "verified", "Verified (label confirmed)"
+        REJECTED = "rejected", "Rejected (label wrong)"
+        FLAGGED = "flagged", "Flagged (unusable)"
+        DISPUTED = "disputed", "Disputed (sent to experts)"
+
+    class Split(models.TextChoices):
+        TRAIN = "train", "Train"
+        DEV = "dev", "Dev"
+        TEST = "test", "Test"
+
+    round = models.ForeignKey("tasks.Round", on_delete=models.PROTECT, related_name="examples")
+    context = models.ForeignKey("tasks.Context", on_delete=models.PROTECT, null=True, blank=True, related_name="examples")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="examples")
+    input = models.JSONField()
+    target = models.JSONField()
+
+    # Verdict: written only by the scoring service, never by a client.
+    scoring_state = models.CharField(max_length=10, choices=Scoring.choices, default=Scoring.PENDING)
+    fooled = models.BooleanField(null=True, blank=True)
+    ensemble_prediction = models.JSONField(null=True, blank=True)
+    model_predictions = models.JSONField(default=list, blank=True)
+    explanation = models.JSONField(null=True, blank=True)
+    model_versions = models.JSONField(default=list, blank=True)
+    scoring_attempts = models.PositiveIntegerField(default=0)
+    scoring_error = models.TextField(blank=True, default="")
+    scored_at = models.DateTimeField(null=True, blank=True)
+
+    # Writer actions
+    retracted = models.BooleanField(default=False)
+    flagged = models.BooleanField(default=False)
+    flag_reason = models.TextField(blank=True, default="")
+    writer_explanation = models.TextField(blank=True, default="", help_text="why the writer thinks the model was wrong")
+    time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=100, null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    # Validation outcome, written by the consensus service (derived from Validation rows).
+    consensus = models.CharField(max_length=12, choices=Consensus.choices, default=Consensus.UNVALIDATED)
+    validated_label = models.JSONField(null=True, blank=True)
+    # Dataset split, assigned once by the export service and never moved afterwards.
+    split = models.CharField(max_length=5, choices=Split.choices, null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ExampleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["author", "idempotency_key"],
+                condition=Q(idempotency_key__isnull=False),
+                name="example_idempotency_key_unique_per_author",
+            )
+        ]
+        indexes = [
+            models.Index(fields=["round", "scoring_state"]),
+            models.Index(fields=["round", "consensus", "fooled"]),
+            models.Index(fields=["author", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"Example {self.pk} ({self.round})"
+
+    @property
+    def task(self):
+        return self.round.task
+
+    @property
+    def is_verified_fooling(self) -> bool:
+        return bool(self.fooled) and self.consensus == self.Consensus.VERIFIED

@@ -1,0 +1,159 @@
+"""One settings module for every deployment, driven by environment variables.
+
+With no variables set, the platform runs embedded: SQLite, jobs inline, models in process.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from dynabench_site.env import env_bool, env_choice, env_int, env_list, env_path, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var", base=BASE_DIR)
+
+DEBUG = env_bool("DEBUG", True)
+_DEV_SECRET = "dev-only-insecure-key-do-not-use-in-production"
+SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET if DEBUG else None)
+if not DEBUG and SECRET_KEY == _DEV_SECRET:
+    raise ImproperlyConfigured("SECRET_KEY must be set to a secret value when DEBUG is false")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+
+DATABASE_URL = env_url(
+    "DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}", ["sqlite", "postgres", "postgresql", "pgsql"]
+)
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0))}
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Concurrent page and API requests on the embedded default must wait, not fail, on a locked file.
+    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Jobs: inline without a broker (embedded default), Celery workers with one.
+CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", None, ["redis", "rediss", "amqp", "memory"])
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or "cache+memory://")
+CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "dynabench")
+
+# Models
+MODEL_BACKEND = env_choice("MODEL_BACKEND", "inprocess", ["inprocess", "torchserve"])
+TORCHSERVE_URL = env_url("TORCHSERVE_URL", "http://127.0.0.1:8080", ["http", "https"])
+TORCHSERVE_MANAGEMENT_URL = env_url("TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", ["http", "https"])
+MODEL_STORE = env_path("MODEL_STORE", VAR_DIR / "models", base=BASE_DIR)
+DATA_DIR = env_path("DATA_DIR", BASE_DIR.parent / "shared" / "data", base=BASE_DIR)
+# How long a submission waits for its verdict before answering 202 "pending".
+VERDICT_WAIT_SECONDS = float(env_int("VERDICT_WAIT_MS", 3000, minimum=0)) / 1000
+
+# Keep third-party caches inside the project's data folder, never in $HOME, and never reach a hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("MPLCONFIGDIR", str(VAR_DIR / "cache" / "matplotlib"))
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(VAR_DIR / "cache" / "torchinductor"))
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "tasks",
+    "annotation",
+    "validation",
+    "modelzoo",
+    "hardness",
+    "exports",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "dynabench_site.urls"
+WSGI_APPLICATION = "dynabench_site.wsgi.application"
+ASGI_APPLICATION = "dynabench_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "frontend" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "tasks.context_processors.roles",
+            ]
+        },
+    }
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "dynabench_site.api.exception_handler",
+    "DEFAULT_THROTTLE_RATES": {"submissions": env_str("SUBMISSION_RATE", "30/min")},
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Dynabench API",
+    "DESCRIPTION": "Dynamic adversarial data collection: tasks, rounds, examples, validations, models, datasets.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_choice("LOG_LEVEL", "info", ["debug", "info", "warning", "error"]).upper()},
+}

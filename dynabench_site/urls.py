@@ -1,0 +1,28 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.authtoken.views import obtain_auth_token
+
+api_patterns = [
+    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("", include("tasks.api_urls")),
+    path("", include("annotation.api_urls")),
+    path("", include("validation.api_urls")),
+    path("", include("modelzoo.api_urls")),
+    path("", include("hardness.api_urls")),
+    path("", include("exports.api_urls")),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include(api_patterns)),
+    path("", include("tasks.urls")),
+    path("", include("annotation.urls")),
+    path("", include("validation.urls")),
+    path("", include("modelzoo.urls")),
+    path("", include("hardness.urls")),
+    path("", include("exports.urls")),
+]

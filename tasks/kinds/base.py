@@ -1,0 +1,159 @@
+"""The shared interface of task kinds, and the settings every task has.
+
+A kind decides how an example's input and target are validated, how a model input is formed,
+whether the model was fooled (always on the server), and which metrics apply.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+RATE_RE = re.compile(r"^\d+/(s|sec|m|min|h|hour|d|day)$")
+
+
+class InputError(ValueError):
+    """Bad example input or target; `field` names what was wrong (e.g. ``input.text``)."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {self.field: [self.message]}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ValidationSettings(_Strict):
+    scope: Literal["fooling", "all"] = "fooling"
+    mode: Literal["quorum", "adaptive"] = "quorum"
+    quorum: int = Field(3, ge=1, le=15)
+    adaptive_min: int = Field(2, ge=1, le=15)
+    lease_seconds: int = Field(120, ge=5, le=3600)
+    continue_after_close: bool = True
+
+
+class SplitSettings(_Strict):
+    train: float = Field(0.8, ge=0, le=1)
+    dev: float = Field(0.1, ge=0, le=1)
+    test: float = Field(0.1, ge=0, le=1)
+    seed: int = 0
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> SplitSettings:
+        if abs(self.train + self.dev + self.test - 1.0) > 1e-6:
+            raise ValueError("split ratios train + dev + test must add up to 1")
+        return self
+
+
+class DatasetSettings(_Strict):
+    licence: str = "CC BY 4.0"
+    intended_use: str = "Research on robust and adversarially collected NLP benchmarks."
+
+
+class DynascoreWeights(_Strict):
+    performance: float = Field(4, ge=0)
+    throughput: float = Field(1, ge=0)
+    memory: float = Field(1, ge=0)
+    robustness: float = Field(0, ge=0)
+    fairness: float = Field(0, ge=0)
+
+
+class TaskConfig(_Strict):
+    """Settings common to all kinds; kinds subclass it."""
+
+    instructions: str = ""
+    context_fields: list[str] = Field(default_factory=list)
+    input_fields: list[str] = Field(default_factory=lambda: ["text"], min_length=1)
+    max_input_chars: int = Field(500, ge=1, le=20000)
+    sampling: Literal["least_used", "hardness_first", "uniform"] = "hardness_first"
+    submission_rate: str = "30/min"
+    validation: ValidationSettings = Field(default_factory=ValidationSettings)
+    splits: SplitSettings = Field(default_factory=SplitSettings)
+    dataset: DatasetSettings = Field(default_factory=DatasetSettings)
+    dynascore: DynascoreWeights = Field(default_factory=DynascoreWeights)
+
+    @field_validator("context_fields", "input_fields")
+    @classmethod
+    def _identifiers(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not re.fullmatch(r"[a-z][a-z0-9_]{0,39}", name):
+                raise ValueError(f"field name {name!r} must be lower-case letters, digits or _")
+        if len(set(names)) != len(names):
+            raise ValueError("field names must be unique")
+        return names
+
+    @field_validator("submission_rate")
+    @classmethod
+    def _rate(cls, value: str) -> str:
+        if not RATE_RE.match(value):
+            raise ValueError("submission_rate must look like '30/min' (number/s|min|hour|day)")
+        return value
+
+
+def clean_text(field: str, value: Any, max_chars: int) -> str:
+    if not isinstance(value, str):
+        raise InputError(field, "must be a string")
+    text = value.strip()
+    if not text:
+        raise InputError(field, "must not be empty")
+    if len(text) > max_chars:
+        raise InputError(field, f"is {len(text)} characters long; the limit is {max_chars}")
+    bad = next((ch for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\n\t"), None)
+    if bad is not None:
+        raise InputError(field, f"contains the control character U+{ord(bad):04X}")
+    return text
+
+
+class TaskKind(ABC):
+    """One kind of task. Subclasses are registered in tasks.kinds and stay stateless."""
+
+    name: ClassVar[str]
+    label: ClassVar[str]
+    head: ClassVar[Literal["classification", "qa"]]
+    config_class: ClassVar[type[TaskConfig]]
+    metrics: ClassVar[tuple[str, ...]]
+
+    def default_config(self) -> dict[str, Any]:
+        return self.config_class().model_dump()
+
+    def parse_config(self, raw: dict[str, Any] | None) -> TaskConfig:
+        """Validate a stored or submitted config (pydantic.ValidationError on a bad one)."""
+        return self.config_class.model_validate(raw or {})
+
+    def clean_input(self, config: TaskConfig, context: dict[str, Any], raw: Any) -> dict[str, str]:
+        if not isinstance(raw, dict):
+            raise InputError("input", f"must be an object with the fields {', '.join(config.input_fields)}")
+        unknown = sorted(set(raw) - set(config.input_fields))
+        if unknown:
+            raise InputError("input", f"unknown field(s) {', '.join(unknown)}; expected {', '.join(config.input_fields)}")
+        cleaned = {}
+        for name in config.input_fields:
+            if name not in raw:
+                raise InputError(f"input.{name}", "is required")
+            cleaned[name] = clean_text(f"input.{name}", raw[name], config.max_input_chars)
+        return cleaned
+
+    @abstractmethod
+    def clean_target(self, config: TaskConfig, context: dict[str, Any], raw: Any) -> Any: ...
+
+    @abstractmethod
+    def model_input(self, config: TaskConfig, context: dict[str, Any], inputs: dict[str, str]) -> dict[str, str]: ...
+
+    @abstractmethod
+    def is_fooled(self, config: TaskConfig, target: Any, prediction: dict[str, Any]) -> bool: ...
+
+    @abstractmethod
+    def evaluate(self, config: TaskConfig, targets: list[Any], predictions: list[dict[str, Any]]) -> dict[str, float]: ...
+
+    @abstractmethod
+    def target_label(self, target: Any) -> str:
+        """A short string for a target: the label, or the answer text (used for per-label selection)."""

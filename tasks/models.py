@@ -1,0 +1,173 @@
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from pydantic import ValidationError as PydanticError
+
+from tasks.kinds import TaskConfig, TaskKind, get_kind, kind_choices
+
+
+def payload_hash(*parts: Any) -> str:
+    """A stable content key: what makes an imported row the same row on re-import."""
+    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def pydantic_message(error: PydanticError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}" for e in error.errors(include_url=False)
+    )
+
+
+class TaskQuerySet(models.QuerySet):
+    def visible_to(self, user) -> TaskQuerySet:
+        if user.is_authenticated and (user.is_staff or user.is_superuser):
+            return self
+        if user.is_authenticated:
+            return self.filter(Q(visibility=Task.Visibility.PUBLIC) | Q(owners=user)).distinct()
+        return self.filter(visibility=Task.Visibility.PUBLIC)
+
+
+class Task(models.Model):
+    class Visibility(models.TextChoices):
+        PUBLIC = "public", "Public"
+        HIDDEN = "hidden", "Hidden"
+
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    kind = models.CharField(max_length=32, choices=kind_choices())
+    config = models.JSONField(default=dict, blank=True)
+    owners = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="owned_tasks", blank=True)
+    visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = TaskQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def kind_impl(self) -> TaskKind:
+        return get_kind(self.kind)
+
+    @property
+    def settings(self) -> TaskConfig:
+        """The validated configuration (defaults filled in)."""
+        return self.kind_impl.parse_config(self.config)
+
+    def clean(self) -> None:
+        try:
+            kind = get_kind(self.kind)
+        except KeyError as exc:
+            raise ValidationError({"kind": str(exc)}) from None
+        try:
+            self.config = kind.parse_config(self.config).model_dump()
+        except PydanticError as exc:
+            raise ValidationError({"config": pydantic_message(exc)}) from None
+
+    def save(self, *args, **kwargs) -> None:
+        self.clean()
+        super().save(*args, **kwargs)
+
+    @property
+    def current_round(self) -> Round | None:
+        return self.rounds.filter(status=Round.Status.OPEN).first()
+
+    def is_owner(self, user) -> bool:
+        return user.is_authenticated and (user.is_superuser or self.owners.filter(pk=user.pk).exists())
+
+
+class Round(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="rounds")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.DRAFT)
+    description = models.CharField(max_length=500, blank=True)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["task", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "number"], name="round_number_unique_per_task"),
+            models.UniqueConstraint(
+                fields=["task"], condition=Q(status="open"), name="one_open_round_per_task"
+            ),
+            models.CheckConstraint(condition=Q(number__gte=1), name="round_number_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task.slug} round {self.number} ({self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status == self.Status.OPEN
+
+
+class Context(models.Model):
+    """What a writer sees: a premise, a passage, or a prompt. Round is null for the task's pool."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="contexts")
+    round = models.ForeignKey(Round, on_delete=models.SET_NULL, null=True, blank=True, related_name="contexts")
+    payload = models.JSONField()
+    source = models.CharField(max_length=100, blank=True, default="")
+    key = models.CharField(max_length=64, help_text="content hash; re-imports never duplicate")
+    hardness_score = models.FloatField(null=True, blank=True)
+    is_seed = models.BooleanField(default=False, help_text="chosen by hardness seeding for its round")
+    times_used = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["task", "key"], name="context_unique_per_task")]
+        indexes = [models.Index(fields=["task", "round", "times_used"])]
+
+    def __str__(self) -> str:
+        first = next(iter(self.payload.values()), "") if isinstance(self.payload, dict) else self.payload
+        return str(first)[:60]
+
+
+class LabeledItem(models.Model):
+    """Labelled data that was not written on the platform: seed pool and evaluation sets."""
+
+    class Split(models.TextChoices):
+        TRAIN = "train", "Train / seed pool"
+        DEV = "dev", "Development"
+        TEST = "test", "Test"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="labeled_items")
+    collection = models.CharField(max_length=100, help_text="the imported set, e.g. sst2 or anli-r1")
+    split = models.CharField(max_length=10, choices=Split.choices)
+    context = models.JSONField(default=dict, blank=True)
+    input = models.JSONField()
+    target = models.JSONField()
+    external_id = models.CharField(max_length=200, blank=True, default="")
+    key = models.CharField(max_length=64)
+    hardness_score = models.FloatField(null=True, blank=True)
+    seed_round = models.ForeignKey(
+        Round, on_delete=models.SET_NULL, null=True, blank=True, related_name="seed_items",
+        help_text="set when hardness seeding chose this item for a round",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["task", "collection", "key"], name="labeled_item_unique")]
+        indexes = [models.Index(fields=["task", "collection", "split"])]
+
+    def __str__(self) -> str:
+        return f"{self.collection}/{self.split}: {str(self.input)[:50]}"

@@ -1,0 +1,12 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from tasks import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("tasks/<slug:slug>/", views.task_detail, name="task-detail"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+]
