@@ -1,0 +1,60 @@
+"""The contract between the model zoo and its callers (annotation, rounds, hardness).
+
+Callers use `modelzoo.services.predict_for_round(round, model_inputs, explain=True)`, which returns one
+`RoundVerdict` per input, or raises `BackendError` (with `retryable`) when serving is unavailable.
+Model inputs come from the task kind (`TaskKind.model_input`):
+  classification: {"text": str, "text_pair"?: str}      qa: {"question": str, "context": str}
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict
+
+
+class ClassPrediction(TypedDict):
+    label: str
+    probs: dict[str, float]
+
+
+class SpanPrediction(TypedDict):
+    text: str
+    start: int  # character offset into the context
+    end: int  # exclusive character offset
+    score: float
+
+
+class ModelPrediction(TypedDict):
+    model_version: int
+    name: str
+    prediction: dict[str, Any]  # ClassPrediction or SpanPrediction
+
+
+class WordAttribution(TypedDict):
+    word: str
+    score: float  # signed, normalised to [-1, 1] for display
+    segment: NotRequired[int]  # 0 = first text (premise / question), 1 = second (hypothesis / passage)
+
+
+class Explanation(TypedDict):
+    method: str  # e.g. "input_x_gradient" or "integrated_gradients"
+    model_version: int
+    target: str  # the label (or "start"/"end" for QA) that was explained
+    words: list[WordAttribution]
+    delta: NotRequired[float | None]  # IG convergence delta
+    end_words: NotRequired[list[WordAttribution]]  # QA: attributions for the end position
+
+
+class RoundVerdict(TypedDict):
+    ensemble: dict[str, Any]  # ClassPrediction or SpanPrediction, aggregated over the members
+    models: list[ModelPrediction]
+    model_versions: list[int]
+    explanation: Explanation | None
+
+
+class BackendError(Exception):
+    """Serving failed. `retryable` says whether trying again later can help (server down, overloaded,
+    workers loading) or cannot (bad input, a model that is missing or broken)."""
+
+    def __init__(self, message: str, *, retryable: bool):
+        super().__init__(message)
+        self.retryable = retryable
