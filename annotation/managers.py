@@ -15,13 +15,14 @@ class ExampleQuerySet(models.QuerySet):
 
     def figures(self) -> dict[str, float | int | None]:
         """MER (fooled / collected) and vMER (verified fooled / collected), derived from the rows."""
-        agg = self.collected().aggregate(
-            collected=Count("id"),
-            fooled=Count("id", filter=Q(fooled=True)),
-            verified_fooled=Count("id", filter=Q(fooled=True, consensus="verified")),
-            rejected=Count("id", filter=Q(consensus="rejected")),
-            flagged=Count("id", filter=Q(consensus="flagged")),
+        raw = self.collected().aggregate(
+            n_collected=Count("id"),
+            n_fooled=Count("id", filter=Q(fooled=True)),
+            n_verified_fooled=Count("id", filter=Q(fooled=True, consensus="verified")),
+            n_rejected=Count("id", filter=Q(consensus="rejected")),
+            n_flagged=Count("id", filter=Q(consensus="flagged")),
         )
+        agg = {key.removeprefix("n_"): value for key, value in raw.items()}
         return {
             **agg,
             "mer": rate(agg["fooled"], agg["collected"]),

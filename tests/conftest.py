@@ -51,3 +51,55 @@ def client_for(personas):
         return client
 
     return make
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """A real headless Chromium (Debian chromium + chromium-driver), one per test session."""
+    import shutil
+    import tempfile
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not binary or not driver_path:
+        pytest.fail("chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    for flag in (
+        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
+        "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--window-size=1280,1000", f"--user-data-dir={profile}",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver.implicitly_wait(0)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture
+def browser(chromium, live_server):
+    """Chromium pointed at the live server; `browser.login(user)` signs in through the login page."""
+    from selenium.webdriver.common.by import By
+
+    from tests.factories import PASSWORD
+
+    chromium.delete_all_cookies()
+
+    def go(path: str) -> None:
+        chromium.get(live_server.url + path)
+
+    def login(user) -> None:
+        go("/accounts/login/")
+        chromium.find_element(By.NAME, "username").send_keys(user.username)
+        chromium.find_element(By.NAME, "password").send_keys(PASSWORD)
+        chromium.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+
+    chromium.go = go
+    chromium.login = login
+    chromium.base_url = live_server.url
+    return chromium

@@ -20,7 +20,7 @@ class UserFactory(factory.django.DjangoModelFactory):
 
     username = factory.Sequence(lambda n: f"user{n}")
     email = factory.LazyAttribute(lambda u: f"{u.username}@example.org")
-    password = factory.PostGenerationMethodCall("set_password", PASSWORD)
+    password = factory.django.Password(PASSWORD)
 
 
 class TaskFactory(factory.django.DjangoModelFactory):
