@@ -142,6 +142,10 @@ class TaskKind(ABC):
             cleaned[name] = clean_text(f"input.{name}", raw[name], config.max_input_chars)
         return cleaned
 
+    def model_context_fields(self, config: TaskConfig) -> list[str]:
+        """Context fields the model reads (the others are shown to writers only)."""
+        return list(config.context_fields)
+
     @abstractmethod
     def clean_target(self, config: TaskConfig, context: dict[str, Any], raw: Any) -> Any: ...
 

@@ -45,6 +45,9 @@ class ClassificationKind(TaskKind):
     config_class = ClassificationConfig
     metrics = ("accuracy", "macro_f1")
 
+    def model_context_fields(self, config: ClassificationConfig) -> list[str]:
+        return list(config.fed_context_fields)
+
     def clean_target(self, config: ClassificationConfig, context: dict[str, Any], raw: Any) -> str:
         if not isinstance(raw, str) or raw not in config.labels:
             raise InputError("target", f"unknown label {raw!r}; expected one of: {', '.join(config.labels)}")

@@ -76,6 +76,7 @@ class QAKind(TaskKind):
         start = raw.get("start")
         if not isinstance(start, int) or isinstance(start, bool) or start < 0:
             raise InputError("target.start", "must be a non-negative integer character offset into the passage")
+        start += len(raw["text"]) - len(raw["text"].lstrip())  # the span was trimmed on the left
         passage = self.passage(config, context)
         if passage[start : start + len(text)] != text:
             raise InputError("target.text", f"does not match the passage at character {start}")

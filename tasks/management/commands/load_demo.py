@@ -1,0 +1,103 @@
+"""Load the demo: four tasks (one per kind), their contexts and labelled data, and one account per persona.
+
+Idempotent: running it again changes nothing that is already there.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.contrib.auth.models import User
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from tasks import roles
+from tasks.importing import ImportSpec, import_lines
+from tasks.models import Task
+from tasks.services import open_next_round
+
+DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
+DEMO_PASSWORD = "dynabench-demo"
+PERSONAS = {
+    "owner": (),
+    "annotator": (roles.ANNOTATOR,),
+    "validator": (roles.VALIDATOR,),
+    "expert": (roles.EXPERT, roles.VALIDATOR),
+    "researcher": (roles.RESEARCHER,),
+    "admin": (),
+}
+
+
+def demo_files() -> list[Path]:
+    return sorted(DEMO_DIR.glob("*.json"))
+
+
+def _row(kind: str, item: dict) -> dict:
+    row = {**item.get("context", {}), **item["input"]}
+    if kind == "qa":
+        passage, answer = item["context"]["passage"], item["target"]["text"]
+        return {**row, "answer": answer, "answer_start": passage.find(answer)}
+    return {**row, "label": item["target"]}
+
+
+def _lines(rows: list[dict]):
+    return ((n, json.dumps(r)) for n, r in enumerate(rows, start=1))
+
+
+class Command(BaseCommand):
+    help = "Load the demo tasks, contexts, labelled data and persona accounts (idempotent)."
+
+    def handle(self, *args, **opts):
+        with transaction.atomic():
+            people = self._personas()
+            for path in demo_files():
+                self._load_task(json.loads(path.read_text(encoding="utf-8")), people["owner"])
+        self._print_credentials()
+
+    def _personas(self) -> dict[str, User]:
+        people = {}
+        for name, granted in PERSONAS.items():
+            user, created = User.objects.get_or_create(username=name, defaults={"email": f"{name}@demo.local"})
+            if created:
+                user.set_password(DEMO_PASSWORD)
+                user.is_staff = user.is_superuser = name == "admin"
+                user.save()
+            roles.grant(user, *granted)
+            people[name] = user
+        return people
+
+    def _load_task(self, data: dict, owner: User) -> None:
+        task, created = Task.objects.get_or_create(
+            slug=data["slug"], defaults={"name": data["name"], "kind": data["kind"], "config": data.get("config", {})}
+        )
+        task.owners.add(owner)
+        if not task.rounds.exists():
+            open_next_round(task, description="Demo round 1")
+        kind = data["kind"]
+        reports = [
+            import_lines(task, _lines(data["contexts"]), ImportSpec(target="contexts", source="demo")),
+            import_lines(task, _lines([_row(kind, i) for i in data["train"]]),
+                         ImportSpec(target="pool", collection="demo", split="train", source="demo")),
+            import_lines(task, _lines([_row(kind, i) for i in data["test"]]),
+                         ImportSpec(target="eval", collection="demo", split="test", source="demo")),
+        ]
+        new = sum(r.created for r in reports)
+        state = "created" if created else "already present"
+        self.stdout.write(f"{task.slug}: task {state}; {new} new contexts and labelled items")
+
+    def _print_credentials(self) -> None:
+        self.stdout.write(self.style.SUCCESS("\nDemo accounts (password for all: %s)" % DEMO_PASSWORD))
+        for name in PERSONAS:
+            self.stdout.write(f"  {name:<11} {self._what(name)}")
+
+    @staticmethod
+    def _what(name: str) -> str:
+        return {
+            "owner": "owns the demo tasks: console, rounds, publishing datasets",
+            "annotator": "writes examples that try to fool the model",
+            "validator": "confirms or rejects other people's examples",
+            "expert": "validates, and resolves disputed and flagged examples",
+            "researcher": "downloads round datasets and uploads models",
+            "admin": "everything, plus Django admin at /admin/",
+        }[name]
