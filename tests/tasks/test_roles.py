@@ -1,0 +1,49 @@
+"""The allow/deny matrix of roles over the shared personas."""
+
+import pytest
+
+from tasks import roles
+from tests.factories import TaskFactory
+
+ALLOWED = {
+    # role:        personas that hold it on the persona task
+    roles.ANNOTATOR: {"annotator"},
+    roles.VALIDATOR: {"validator", "expert", "owner", "admin"},
+    roles.EXPERT: {"expert", "owner", "admin"},
+    roles.RESEARCHER: {"researcher", "owner", "admin"},
+    roles.OWNER: {"owner", "admin"},
+    roles.ADMIN: {"admin"},
+}
+PERSONAS = ("owner", "annotator", "validator", "expert", "researcher", "outsider", "admin", "anonymous")
+
+
+@pytest.mark.parametrize("role", list(ALLOWED))
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_role_matrix(personas, task, role, persona):
+    from django.contrib.auth.models import AnonymousUser
+
+    user = personas.get(persona) or AnonymousUser()
+    assert roles.has_role(user, role, task) is (persona in ALLOWED[role])
+
+
+def test_ownership_is_per_task(personas, task):
+    other = TaskFactory(slug="other")
+    assert roles.has_role(personas.owner, roles.OWNER, task)
+    assert not roles.has_role(personas.owner, roles.OWNER, other)
+    assert not roles.has_role(personas.owner, roles.EXPERT, other)
+
+
+def test_signup_grants_annotator_and_validator(client, db):
+    from django.contrib.auth.models import User
+
+    response = client.post("/accounts/signup/", {"username": "fresh", "email": "f@example.org",
+                                                 "password1": "a-long-passphrase-42", "password2": "a-long-passphrase-42"})
+    assert response.status_code == 302
+    user = User.objects.get(username="fresh")
+    assert roles.role_names(user) == {roles.ANNOTATOR, roles.VALIDATOR}
+
+
+def test_signup_with_mismatched_passwords_says_so(client, db):
+    response = client.post("/accounts/signup/", {"username": "fresh", "password1": "a-long-passphrase-42", "password2": "other"})
+    assert response.status_code == 400
+    assert b"didn" in response.content  # "The two password fields didn't match."
