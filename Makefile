@@ -28,8 +28,12 @@ run: demo
 	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
+# The suite runs on the PostgreSQL of this machine kind by default (PostgreSQL-only tests skip on SQLite).
+DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	@bash scripts/system-deps.sh
+	@bash scripts/services.sh
+	DATABASE_URL=$(DATABASE_URL) C_FORCE_ROOT=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

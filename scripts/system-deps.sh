@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# System packages the test suite drives for real: Chromium + ChromeDriver (page tests) and a Java
+# runtime (TorchServe). Installed from Debian's packages when missing; a no-op when present.
+set -euo pipefail
+need=()
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
+command -v java >/dev/null || need+=(default-jre-headless)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+  echo "missing system packages: ${need[*]} (install them with your package manager)" >&2
+  exit 1
+fi
+echo "installing system packages: ${need[*]}"
+apt-get update -qq
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
