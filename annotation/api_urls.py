@@ -1,1 +1,15 @@
-urlpatterns: list = []
+from django.urls import path
+
+from annotation import api
+
+urlpatterns = [
+    path("tasks/<slug:slug>/contexts/next/", api.NextContextView.as_view(), name="api-context-next"),
+    path("tasks/<slug:slug>/examples/", api.ExampleCreateView.as_view(), name="api-example-create"),
+    path("tasks/<slug:slug>/sandbox/", api.SandboxView.as_view(), name="api-sandbox"),
+    path("tasks/<slug:slug>/inspiration/", api.InspirationView.as_view(), name="api-inspiration"),
+    path("examples/<int:pk>/", api.ExampleView.as_view(), name="api-example-detail"),
+    path("examples/<int:pk>/retract/", api.RetractView.as_view(), name="api-example-retract"),
+    path("examples/<int:pk>/flag/", api.FlagView.as_view(), name="api-example-flag"),
+    path("examples/<int:pk>/explanation/", api.WriterExplanationView.as_view(), name="api-example-explanation"),
+    path("me/stats/", api.MyStatsView.as_view(), name="api-my-stats"),
+]

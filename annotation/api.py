@@ -1,0 +1,244 @@
+"""REST API of the create flow. Views parse, call a service, and answer; the rules live in services."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.exceptions import APIException
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation import scoring, services
+from annotation.models import Example
+from annotation.serializers import (
+    ContextSerializer,
+    ExampleSerializer,
+    ExplanationSerializer,
+    InspirationSerializer,
+    ReasonSerializer,
+    SandboxVerdictSerializer,
+    SubmissionSerializer,
+    WriterFiguresSerializer,
+)
+from annotation.throttles import SandboxThrottle, TaskSubmissionThrottle
+from modelzoo.types import BackendError
+from tasks import roles
+from tasks.models import Task
+from tasks.permissions import IsAnnotator
+
+
+class ConflictError(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state."
+
+    def __init__(self, exc: services.Conflict):
+        super().__init__({exc.field: [exc.message]})
+
+
+class ServingUnavailable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_detail = "The model server is unavailable; try again shortly."
+
+
+def sandbox_requested(request: Request) -> bool:
+    return request.query_params.get("sandbox", "").lower() in {"1", "true", "yes"}
+
+
+class TaskScopedView(APIView):
+    """A view on one task the caller can see (404 otherwise); only annotators may act."""
+
+    permission_classes = [IsAuthenticated, IsAnnotator]
+
+    def get_task(self) -> Task:
+        if not hasattr(self, "_task"):
+            visible = Task.objects.visible_to(self.request.user).filter(active=True)
+            self._task = get_object_or_404(visible, slug=self.kwargs["slug"])
+        return self._task
+
+    def open_round(self):
+        try:
+            return services.open_round(self.get_task())
+        except services.Conflict as exc:
+            raise ConflictError(exc) from None
+
+
+class NextContextView(TaskScopedView):
+    @extend_schema(
+        summary="A context for the current round, chosen by the task's sampling strategy",
+        parameters=[OpenApiParameter("exclude", int, description="the context shown now (for 'new context')")],
+        responses={200: ContextSerializer, 204: OpenApiResponse(description="the task has no contexts"), 409: None},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        exclude = request.query_params.get("exclude")
+        exclude_id = int(exclude) if exclude and exclude.isdigit() else None
+        context = services.next_context(self.get_task(), self.open_round(), exclude=exclude_id)
+        if context is None:
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(ContextSerializer(context).data)
+
+
+class ExampleCreateView(TaskScopedView):
+    def get_throttles(self):
+        return [SandboxThrottle() if sandbox_requested(self.request) else TaskSubmissionThrottle()]
+
+    @extend_schema(
+        summary="Submit an example; the verdict comes back at once when scoring is quick",
+        description=(
+            "The example is saved before any model is called. Answers 201 with the verdict when scoring "
+            "finished within VERDICT_WAIT_MS, 202 with `scoring_state: pending` otherwise (poll "
+            "`/api/examples/{id}/`), and 200 with the first example when the idempotency key was used before. "
+            "With `?sandbox=1` the example is scored but nothing is stored (same as `/sandbox/`). "
+            "Verdict fields (`fooled`, ...) are decided by the server; sending them is a 400."
+        ),
+        parameters=[OpenApiParameter("sandbox", bool, description="score without storing")],
+        request=SubmissionSerializer,
+        responses={
+            200: ExampleSerializer, 201: ExampleSerializer, 202: ExampleSerializer,
+            400: None, 403: None, 409: None, 429: None,
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        if sandbox_requested(request):
+            return sandbox_response(self.get_task(), request)
+        body = SubmissionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            result = services.submit(request.user, self.get_task(), body.submission())
+        except services.Conflict as exc:
+            raise ConflictError(exc) from None
+        return submission_response(result)
+
+
+def submission_response(result: services.SubmitResult) -> Response:
+    example = scoring.await_verdict(result.example, settings.VERDICT_WAIT_SECONDS)
+    if not result.created:
+        code = status.HTTP_200_OK
+    elif example.scoring_state == Example.Scoring.PENDING:
+        code = status.HTTP_202_ACCEPTED
+    else:
+        code = status.HTTP_201_CREATED
+    headers = {"Location": f"/api/examples/{example.pk}/"}
+    if not result.created:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(ExampleSerializer(example).data, status=code, headers=headers)
+
+
+def sandbox_response(task: Task, request: Request) -> Response:
+    body = SubmissionSerializer(data=request.data)
+    body.is_valid(raise_exception=True)
+    try:
+        verdict = scoring.sandbox_verdict(task, body.submission())
+    except services.Conflict as exc:
+        raise ConflictError(exc) from None
+    except BackendError as exc:
+        if not exc.retryable:
+            raise
+        return Response(
+            {"detail": f"The model server is unavailable ({exc}); try again shortly."},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"},
+        )
+    return Response(SandboxVerdictSerializer(verdict).data)
+
+
+class SandboxView(TaskScopedView):
+    throttle_classes = [SandboxThrottle]
+
+    @extend_schema(
+        summary="Score an example without storing anything (sandbox)",
+        request=SubmissionSerializer,
+        responses={200: SandboxVerdictSerializer, 400: None, 409: None, 429: None, 503: None},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        return sandbox_response(self.get_task(), request)
+
+
+class InspirationView(TaskScopedView):
+    @extend_schema(
+        summary="Inspiration: verified fooling examples of this round and hardness-seeded hard examples",
+        responses={200: InspirationSerializer, 409: None},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        data = services.inspiration(self.get_task(), self.open_round())
+        return Response(InspirationSerializer(data).data)
+
+
+class ExampleView(APIView):
+    """One example: its author sees it, and so do the task's owners and admins."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_example(self, pk: int, *, author_only: bool) -> Example:
+        example = get_object_or_404(Example.objects.select_related("round__task", "context"), pk=pk)
+        allowed = example.author_id == self.request.user.pk
+        if not allowed and not author_only:
+            allowed = roles.has_role(self.request.user, roles.OWNER, example.round.task)
+        if not allowed:
+            raise Http404("No example with this id.")
+        return example
+
+    @extend_schema(
+        summary="An example with its verdict, per-model predictions, explanation and scoring state",
+        responses={200: ExampleSerializer, 404: None},
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        example = self.get_example(pk, author_only=False)
+        if scoring.revive_if_due(example):
+            example.refresh_from_db()
+        return Response(ExampleSerializer(example).data)
+
+
+class RetractView(ExampleView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(summary="Retract your example (it stops counting)", request=None,
+                   responses={200: ExampleSerializer, 404: None, 409: None})
+    def post(self, request: Request, pk: int) -> Response:
+        try:
+            example = services.retract(self.get_example(pk, author_only=True))
+        except services.Conflict as exc:
+            raise ConflictError(exc) from None
+        return Response(ExampleSerializer(example).data)
+
+
+class FlagView(ExampleView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(summary="Flag your example, with a reason", request=ReasonSerializer,
+                   responses={200: ExampleSerializer, 400: None, 404: None})
+    def post(self, request: Request, pk: int) -> Response:
+        example = self.get_example(pk, author_only=True)
+        body = ReasonSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(ExampleSerializer(services.flag(example, body.validated_data["reason"])).data)
+
+
+class WriterExplanationView(ExampleView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(summary="Explain why the model was wrong (kept with your example)", request=ExplanationSerializer,
+                   responses={200: ExampleSerializer, 400: None, 404: None})
+    def post(self, request: Request, pk: int) -> Response:
+        example = self.get_example(pk, author_only=True)
+        body = ExplanationSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        text = body.validated_data["writer_explanation"]
+        return Response(ExampleSerializer(services.explain(example, text)).data)
+
+
+class MyStatsView(APIView):
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(
+        summary="Your figures as a writer: examples, fooled, verified fooled, MER, retractions",
+        parameters=[OpenApiParameter("task", str, description="a task slug (all tasks when absent)")],
+        responses={200: WriterFiguresSerializer},
+    )
+    def get(self, request: Request) -> Response:
+        slug = request.query_params.get("task")
+        task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug) if slug else None
+        return Response(WriterFiguresSerializer(services.writer_figures(request.user, task)).data)

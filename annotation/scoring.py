@@ -1,0 +1,180 @@
+"""Scoring: call the round's ensemble for one saved example and store the verdict.
+
+Workers claim an example with a conditional update on `scoring_attempts`, and store the verdict only
+if their claim is still the latest one, so two workers never store a verdict for the same example twice.
+"Fooled" is always decided here, by the task kind, from the stored ensemble prediction.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from annotation.models import Example
+from annotation.services import CleanSubmission, Submission, clean_submission, enqueue_scoring
+from modelzoo.types import BackendError, RoundVerdict
+from tasks.models import Round, Task
+
+log = logging.getLogger(__name__)
+
+
+class Outcome(StrEnum):
+    SCORED = "scored"
+    SKIPPED = "skipped"  # already scored, or another worker holds the latest claim
+    FAILED = "failed"  # a non-retryable error: the example is kept, marked failed
+
+
+class ScoringDeferred(Exception):
+    """A retryable serving error: the example stays pending and is scored on a later attempt."""
+
+    def __init__(self, example_id: int, attempts: int, error: str):
+        super().__init__(f"example {example_id}: attempt {attempts} failed ({error}); will retry")
+        self.example_id = example_id
+        self.attempts = attempts
+
+
+def retry_base_seconds() -> float:
+    return float(getattr(settings, "SCORING_RETRY_BASE_SECONDS", 2.0))
+
+
+def max_retries() -> int:
+    return int(getattr(settings, "SCORING_MAX_RETRIES", 10))
+
+
+def backoff_seconds(attempts: int) -> float:
+    """Exponential backoff after `attempts` failed attempts, capped at five minutes."""
+    return min(retry_base_seconds() * 2 ** max(attempts - 1, 0), 300.0)
+
+
+def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = True) -> list[RoundVerdict]:
+    from modelzoo.services import predict_for_round
+
+    return predict_for_round(round, model_inputs, explain=explain)
+
+
+def model_input_for(example: Example) -> dict[str, str]:
+    task = example.round.task
+    payload = example.context.payload if example.context else {}
+    return task.kind_impl.model_input(task.settings, payload, example.input)
+
+
+def claim(example: Example) -> int | None:
+    """Take the next attempt of a pending example; None when it is scored or someone else claimed first."""
+    token = example.scoring_attempts + 1
+    won = Example.objects.filter(
+        pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=example.scoring_attempts
+    ).update(scoring_attempts=token, updated_at=timezone.now())
+    return token if won else None
+
+
+def score_example(example_id: int) -> Outcome:
+    """Score one example (idempotent). Raises ScoringDeferred on a retryable serving error."""
+    example = Example.objects.select_related("round__task", "context").filter(pk=example_id).first()
+    if example is None or example.scoring_state != Example.Scoring.PENDING:
+        return Outcome.SKIPPED
+    token = claim(example)
+    if token is None:
+        return Outcome.SKIPPED
+    try:
+        verdict = predict(example.round, [model_input_for(example)])[0]
+    except BackendError as exc:
+        return _record_error(example, token, exc)
+    except Exception as exc:  # a bug or an unexpected outage: keep the example, retry later
+        log.exception("unexpected error scoring example %s", example.pk)
+        return _record_error(example, token, BackendError(f"{type(exc).__name__}: {exc}", retryable=True))
+    return _store_verdict(example, token, verdict)
+
+
+def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:
+    task = example.round.task
+    fooled = task.kind_impl.is_fooled(task.settings, example.target, verdict["ensemble"])
+    stored = Example.objects.filter(
+        pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token
+    ).update(
+        scoring_state=Example.Scoring.SCORED, fooled=fooled, ensemble_prediction=verdict["ensemble"],
+        model_predictions=verdict["models"], explanation=verdict.get("explanation"),
+        model_versions=verdict["model_versions"], scoring_error="", scored_at=timezone.now(), updated_at=timezone.now(),
+    )
+    return Outcome.SCORED if stored else Outcome.SKIPPED
+
+
+def _record_error(example: Example, token: int, exc: BackendError) -> Outcome:
+    state = Example.Scoring.PENDING if exc.retryable else Example.Scoring.FAILED
+    Example.objects.filter(pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token).update(
+        scoring_state=state, scoring_error=str(exc)[:2000], updated_at=timezone.now()
+    )
+    log.warning("scoring example %s, attempt %s: %s (retryable=%s)", example.pk, token, exc, exc.retryable)
+    if exc.retryable:
+        raise ScoringDeferred(example.pk, token, str(exc)) from exc
+    return Outcome.FAILED
+
+
+# --- recovery: pending examples whose retry is due ------------------------------------------------
+
+
+def is_due(example: Example, now=None) -> bool:
+    """A pending example whose last attempt (or whose saving) lies longer ago than its backoff."""
+    if example.scoring_state != Example.Scoring.PENDING:
+        return False
+    now = now or timezone.now()
+    wait = backoff_seconds(example.scoring_attempts) if example.scoring_attempts else max(retry_base_seconds(), 1.0)
+    return example.updated_at + timedelta(seconds=wait) <= now
+
+
+def revive_if_due(example: Example) -> bool:
+    """Re-enqueue a pending example whose retry is due (a poll from the page, or the sweep)."""
+    if not is_due(example):
+        return False
+    enqueue_scoring(example.pk)
+    return True
+
+
+def sweep_pending(limit: int = 500, include_failed: bool = False) -> int:
+    """Re-enqueue due pending examples (and, on request, failed ones); returns how many."""
+    if include_failed:
+        Example.objects.filter(scoring_state=Example.Scoring.FAILED).update(
+            scoring_state=Example.Scoring.PENDING, updated_at=timezone.now() - timedelta(days=1)
+        )
+    pending = Example.objects.filter(scoring_state=Example.Scoring.PENDING).order_by("updated_at")[:limit]
+    return sum(revive_if_due(example) for example in pending)
+
+
+# --- sandbox: scored, nothing stored ---------------------------------------------------------------
+
+
+def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
+    """Validate and score a would-be example without storing anything (BackendError propagates)."""
+    clean: CleanSubmission = clean_submission(task, sub)
+    verdict = predict(clean.round, [clean.model_input])[0]
+    return {
+        "sandbox": True,
+        "round": clean.round.number,
+        "context_id": clean.context.pk if clean.context else None,
+        "input": clean.input,
+        "target": clean.target,
+        "fooled": task.kind_impl.is_fooled(task.settings, clean.target, verdict["ensemble"]),
+        "ensemble_prediction": verdict["ensemble"],
+        "model_predictions": verdict["models"],
+        "explanation": verdict.get("explanation"),
+        "model_versions": verdict["model_versions"],
+    }
+
+
+def await_verdict(example: Example, timeout: float) -> Example:
+    """Wait up to `timeout` seconds for a worker's verdict (inline jobs have finished already)."""
+    example.refresh_from_db()
+    if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+        return example
+    deadline = time.monotonic() + timeout
+    pause = 0.02
+    while example.scoring_state == Example.Scoring.PENDING and time.monotonic() < deadline:
+        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
+        pause = min(pause * 1.5, 0.25)
+        example.refresh_from_db()
+    return example

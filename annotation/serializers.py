@@ -1,0 +1,134 @@
+"""API shapes of the create flow. Verdict fields are read-only: only the scoring service writes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from annotation.models import Example
+from annotation.services import Submission
+from tasks.models import Context
+
+VERDICT_FIELDS = (
+    "scoring_state", "fooled", "ensemble_prediction", "model_predictions", "explanation", "model_versions",
+    "scoring_attempts", "scoring_error", "scored_at",
+)
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, naming each (a client cannot smuggle in `fooled`)."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError({"non_field_errors": ["the body must be a JSON object"]})
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError({name: [self.unknown_message(name)] for name in unknown})
+        return super().to_internal_value(data)
+
+    def unknown_message(self, name: str) -> str:
+        if name in VERDICT_FIELDS or name in {"verdict", "retracted", "consensus"}:
+            return "is decided by the server and cannot be set by a client"
+        return f"is not an accepted field; accepted: {', '.join(self.fields)}"
+
+
+class SubmissionSerializer(StrictSerializer):
+    context_id = serializers.IntegerField(required=False, allow_null=True, help_text="the shown context")
+    input = serializers.JSONField(help_text='shaped by the task kind: {"text"}, {"hypothesis"} or {"question"}')
+    target = serializers.JSONField(help_text='a label, or for QA the highlighted answer {"text", "start"}')
+    idempotency_key = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, max_length=100,
+        help_text="a retry with the same key returns the first example instead of creating another",
+    )
+    round = serializers.IntegerField(required=False, allow_null=True, help_text="the round the page showed")
+    time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+
+    def submission(self) -> Submission:
+        data = self.validated_data
+        return Submission(
+            input=data["input"], target=data["target"], context_id=data.get("context_id"),
+            round_number=data.get("round"), idempotency_key=data.get("idempotency_key"),
+            time_spent_ms=data.get("time_spent_ms"),
+        )
+
+
+class ReasonSerializer(StrictSerializer):
+    reason = serializers.CharField(allow_blank=True, trim_whitespace=False, help_text="why the example is flagged")
+
+
+class ExplanationSerializer(StrictSerializer):
+    writer_explanation = serializers.CharField(
+        allow_blank=True, trim_whitespace=False, help_text="why the writer thinks the model was wrong"
+    )
+
+
+class ContextSerializer(serializers.ModelSerializer):
+    round = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Context
+        fields = ["id", "payload", "round", "is_seed", "hardness_score", "times_used"]
+
+    @extend_schema_field(serializers.IntegerField(allow_null=True))
+    def get_round(self, context: Context) -> int | None:
+        return context.round.number if context.round_id else None
+
+
+class ExampleSerializer(serializers.ModelSerializer):
+    task = serializers.CharField(source="round.task.slug", read_only=True)
+    round = serializers.IntegerField(source="round.number", read_only=True)
+    context_id = serializers.IntegerField(read_only=True, allow_null=True)
+    context = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Example
+        fields = [
+            "id", "task", "round", "context_id", "context", "input", "target", *VERDICT_FIELDS,
+            "retracted", "flagged", "flag_reason", "writer_explanation", "time_spent_ms", "idempotency_key",
+            "consensus", "created_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_context(self, example: Example) -> dict | None:
+        return example.context.payload if example.context_id else None
+
+
+class SandboxVerdictSerializer(serializers.Serializer):
+    sandbox = serializers.BooleanField()
+    round = serializers.IntegerField()
+    context_id = serializers.IntegerField(allow_null=True)
+    input = serializers.DictField()
+    target = serializers.JSONField()
+    fooled = serializers.BooleanField()
+    ensemble_prediction = serializers.DictField()
+    model_predictions = serializers.ListField(child=serializers.DictField())
+    explanation = serializers.DictField(allow_null=True)
+    model_versions = serializers.ListField(child=serializers.IntegerField())
+
+
+class WriterFiguresSerializer(serializers.Serializer):
+    collected = serializers.IntegerField(help_text="examples that count (not retracted)")
+    fooled = serializers.IntegerField()
+    verified_fooled = serializers.IntegerField()
+    rejected = serializers.IntegerField()
+    flagged = serializers.IntegerField()
+    mer = serializers.FloatField(allow_null=True, help_text="fooled / collected")
+    vmer = serializers.FloatField(allow_null=True, help_text="verified fooled / collected")
+    retracted = serializers.IntegerField()
+    pending = serializers.IntegerField(help_text="saved, verdict not yet arrived")
+
+
+class InspirationRowSerializer(serializers.Serializer):
+    context = serializers.DictField()
+    input = serializers.DictField()
+    target = serializers.JSONField()
+    model_prediction = serializers.DictField(required=False, allow_null=True)
+    hardness_score = serializers.FloatField(required=False, allow_null=True)
+
+
+class InspirationSerializer(serializers.Serializer):
+    fooling_examples = InspirationRowSerializer(many=True)
+    hard_examples = InspirationRowSerializer(many=True)

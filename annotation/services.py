@@ -1,0 +1,255 @@
+"""Use cases of the create flow: contexts, submission, the writer's actions, figures and inspiration.
+
+Scoring (the model verdict) lives in annotation.scoring; submit() only saves the example and, once the
+transaction has committed, enqueues the scoring job, so a model server that is down never loses an example.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q, QuerySet
+
+from annotation.models import Example
+from annotation.sampling import get_strategy
+from tasks.kinds import InputError, TaskConfig
+from tasks.kinds.base import clean_text
+from tasks.models import Context, LabeledItem, Round, Task
+
+log = logging.getLogger(__name__)
+
+MAX_TIME_SPENT_MS = 24 * 3600 * 1000
+MAX_REASON_CHARS = 1000
+MAX_EXPLANATION_CHARS = 2000
+
+
+class Conflict(Exception):
+    """The request is well formed but the state forbids it (closed round, validated example): HTTP 409."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a writer sends; every part is validated by the task kind on the server."""
+
+    input: Any
+    target: Any
+    context_id: int | None = None
+    round_number: int | None = None
+    idempotency_key: str | None = None
+    time_spent_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class CleanSubmission:
+    round: Round
+    context: Context | None
+    input: dict[str, str]
+    target: Any
+    model_input: dict[str, str]
+
+
+@dataclass
+class SubmitResult:
+    example: Example
+    created: bool
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
+# --- rounds and contexts -------------------------------------------------------------------------
+
+
+def open_round(task: Task, number: int | None = None) -> Round:
+    """The task's open round; `number`, when given, must be that round (else the writer's page is stale)."""
+    current = task.current_round
+    if current is None:
+        raise Conflict("round", f"task {task.slug!r} has no open round; submissions are closed")
+    if number is not None and number != current.number:
+        raise Conflict("round", f"round {number} is not open; the open round is {current.number}")
+    return current
+
+
+def context_candidates(task: Task, round: Round) -> QuerySet[Context]:
+    """Contexts a writer may see in `round`: the round's own and the task's shared pool."""
+    return Context.objects.filter(task=task).filter(Q(round=round) | Q(round__isnull=True))
+
+
+def next_context(task: Task, round: Round, exclude: int | None = None) -> Context | None:
+    """A context chosen by the task's sampling strategy; counts the use."""
+    candidates = context_candidates(task, round)
+    if exclude is not None and candidates.exclude(pk=exclude).exists():
+        candidates = candidates.exclude(pk=exclude)
+    context = get_strategy(task.settings.sampling)(candidates)
+    if context is not None:
+        Context.objects.filter(pk=context.pk).update(times_used=F("times_used") + 1)
+        context.times_used += 1
+    return context
+
+
+def needs_context(task: Task, config: TaskConfig) -> bool:
+    return bool(task.kind_impl.model_context_fields(config))
+
+
+def resolve_context(task: Task, round: Round, context_id: Any, config: TaskConfig) -> Context | None:
+    if context_id is None:
+        if needs_context(task, config):
+            raise InputError("context_id", "is required: this task's model reads the shown context")
+        return None
+    if not isinstance(context_id, int) or isinstance(context_id, bool):
+        raise InputError("context_id", "must be an integer id")
+    context = Context.objects.filter(pk=context_id).select_related("round").first()
+    if context is None or context.task_id != task.pk:
+        raise InputError("context_id", f"context {context_id} does not belong to task {task.slug!r}")
+    if context.round_id is not None and context.round_id != round.pk:
+        raise InputError(
+            "context_id", f"context {context_id} belongs to round {context.round.number}, not to the open round {round.number}"
+        )
+    return context
+
+
+# --- validation and submission -------------------------------------------------------------------
+
+
+def clean_submission(task: Task, sub: Submission) -> CleanSubmission:
+    """Validate everything the writer sent against the task kind; raises InputError or Conflict."""
+    config = task.settings
+    kind = task.kind_impl
+    round = open_round(task, sub.round_number)
+    context = resolve_context(task, round, sub.context_id, config)
+    payload = context.payload if context is not None else {}
+    cleaned_input = kind.clean_input(config, payload, sub.input)
+    target = kind.clean_target(config, payload, sub.target)
+    _check_time_spent(sub.time_spent_ms)
+    return CleanSubmission(round, context, cleaned_input, target, kind.model_input(config, payload, cleaned_input))
+
+
+def _check_time_spent(value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_TIME_SPENT_MS:
+        raise InputError("time_spent_ms", f"must be an integer between 0 and {MAX_TIME_SPENT_MS}")
+
+
+def _check_key(key: Any) -> str | None:
+    if key is None or key == "":
+        return None
+    if not isinstance(key, str) or len(key) > 100 or not key.isprintable():
+        raise InputError("idempotency_key", "must be a printable string of at most 100 characters")
+    return key
+
+
+def submit(user, task: Task, sub: Submission) -> SubmitResult:
+    """Save a writer's example (before any model is called) and enqueue its scoring after commit.
+
+    The same idempotency key from the same user returns the first example instead of a second one.
+    """
+    key = _check_key(sub.idempotency_key)
+    if key is not None and (first := _by_key(user, key)) is not None:
+        return SubmitResult(first, created=False)
+    clean = clean_submission(task, sub)
+    try:
+        with transaction.atomic():
+            example = Example.objects.create(
+                round=clean.round, context=clean.context, author=user, input=clean.input, target=clean.target,
+                idempotency_key=key, time_spent_ms=sub.time_spent_ms,
+                metadata={"kind": task.kind, "sampling": task.settings.sampling},
+            )
+            transaction.on_commit(lambda: enqueue_scoring(example.pk))
+    except IntegrityError:
+        # Two requests with the same key raced; the first one won.
+        if key is None or (first := _by_key(user, key)) is None:
+            raise
+        return SubmitResult(first, created=False)
+    return SubmitResult(example, created=True)
+
+
+def _by_key(user, key: str) -> Example | None:
+    return Example.objects.filter(author=user, idempotency_key=key).first()
+
+
+def enqueue_scoring(example_id: int) -> None:
+    """Hand the example to the scoring job; a broker that is down leaves it pending for the sweep."""
+    from annotation import jobs
+
+    try:
+        jobs.score_example.delay(example_id)
+    except Exception:  # the example is saved; `score_pending` or the next poll picks it up
+        log.exception("could not enqueue scoring of example %s; it stays pending", example_id)
+
+
+# --- the writer's actions ------------------------------------------------------------------------
+
+
+def retract(example: Example) -> Example:
+    """The writer withdraws an example; it no longer counts (allowed until validators decided on it)."""
+    if example.consensus != Example.Consensus.UNVALIDATED and not example.retracted:
+        raise Conflict("retracted", "the example has already been validated and can no longer be retracted")
+    Example.objects.filter(pk=example.pk).update(retracted=True)
+    example.refresh_from_db()
+    return example
+
+
+def flag(example: Example, reason: Any) -> Example:
+    text = clean_text("reason", reason, MAX_REASON_CHARS)
+    Example.objects.filter(pk=example.pk).update(flagged=True, flag_reason=text)
+    example.refresh_from_db()
+    return example
+
+
+def explain(example: Example, text: Any) -> Example:
+    """Keep the writer's explanation of why the model was wrong with the example."""
+    cleaned = clean_text("writer_explanation", text, MAX_EXPLANATION_CHARS)
+    Example.objects.filter(pk=example.pk).update(writer_explanation=cleaned)
+    example.refresh_from_db()
+    return example
+
+
+# --- figures and inspiration ---------------------------------------------------------------------
+
+
+def writer_figures(user, task: Task | None = None) -> dict[str, Any]:
+    """The writer's own figures: examples, fooled, verified fooled, MER, vMER, retractions, pending."""
+    mine = Example.objects.filter(author=user)
+    if task is not None:
+        mine = mine.filter(round__task=task)
+    figures = mine.figures()
+    figures["retracted"] = mine.filter(retracted=True).count()
+    figures["pending"] = mine.collected().filter(scoring_state=Example.Scoring.PENDING).count()
+    return figures
+
+
+def inspiration(task: Task, round: Round, limit: int = 5) -> dict[str, list[dict[str, Any]]]:
+    """Verified fooling examples of this round, and the hardness-seeded hard examples of this round."""
+    fooling = (
+        Example.objects.collected()
+        .filter(round=round, fooled=True, consensus=Example.Consensus.VERIFIED)
+        .select_related("context")
+        .order_by("-id")[:limit]
+    )
+    seeds = LabeledItem.objects.filter(task=task, seed_round=round).order_by(
+        F("hardness_score").desc(nulls_last=True), "id"
+    )[:limit]
+    return {
+        "fooling_examples": [_fooling_row(e) for e in fooling],
+        "hard_examples": [_seed_row(item) for item in seeds],
+    }
+
+
+def _fooling_row(example: Example) -> dict[str, Any]:
+    return {
+        "context": example.context.payload if example.context else {},
+        "input": example.input,
+        "target": example.target,
+        "model_prediction": example.ensemble_prediction,
+    }
+
+
+def _seed_row(item: LabeledItem) -> dict[str, Any]:
+    return {"context": item.context, "input": item.input, "target": item.target, "hardness_score": item.hardness_score}

@@ -1,0 +1,339 @@
+// The create page: write an example, see the verdict. Calls the same API as any client.
+(function () {
+  "use strict";
+  const cfg = JSON.parse(document.getElementById("create-config").textContent);
+  const $ = (id) => document.getElementById(id);
+  const csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const api = {
+    next: (exclude) => `/api/tasks/${cfg.slug}/contexts/next/` + (exclude ? `?exclude=${exclude}` : ""),
+    submit: (sandbox) => `/api/tasks/${cfg.slug}/examples/` + (sandbox ? "?sandbox=1" : ""),
+    example: (id, action) => `/api/examples/${id}/` + (action ? `${action}/` : ""),
+    stats: `/api/me/stats/?task=${encodeURIComponent(cfg.slug)}`,
+    inspiration: `/api/tasks/${cfg.slug}/inspiration/`,
+  };
+  const state = { contextId: null, answer: null, example: null, key: null, startedAt: Date.now(), poll: null };
+  state.contextId = parseInt($("context").dataset.contextId, 10) || null;
+
+  async function call(method, url, body) {
+    const response = await fetch(url, {
+      method,
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, Accept: "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const data = response.status === 204 ? null : await response.json().catch(() => ({}));
+    return { status: response.status, ok: response.ok, data, retryAfter: response.headers.get("Retry-After") };
+  }
+
+  function newKey() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    return `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    Object.entries(attrs || {}).forEach(([k, v]) => (k === "class" ? (node.className = v) : node.setAttribute(k, v)));
+    children.forEach((c) => node.append(c));
+    return node;
+  }
+
+  const pct = (p) => `${(100 * p).toFixed(1)}%`;
+
+  // --- context ---------------------------------------------------------------------------------
+  function passageEl() {
+    return cfg.head === "qa" ? $(`context-${cfg.context_fields[0]}`) : null;
+  }
+
+  function showContext(context) {
+    state.contextId = context ? context.id : null;
+    $("context").dataset.contextId = state.contextId || "";
+    cfg.context_fields.forEach((name) => {
+      const node = $(`context-${name}`);
+      if (node) node.textContent = context ? String(context.payload[name] ?? "") : "";
+    });
+    setAnswer(null);
+  }
+
+  async function newContext() {
+    const result = await call("GET", api.next(state.contextId));
+    if (result.status === 200) showContext(result.data);
+    else if (result.status !== 204) showError(result.data);
+  }
+
+  // --- QA answer: a highlighted (or typed) span of the passage ------------------------------------
+  function setAnswer(answer, fromInput) {
+    state.answer = answer;
+    if (!$("answer-input")) return;
+    if (!fromInput) $("answer-input").value = answer ? answer.text : "";
+    $("answer-status").textContent = answer ? `answer at character ${answer.start}` : "";
+  }
+
+  function selectionInPassage() {
+    const passage = passageEl();
+    const selection = window.getSelection();
+    if (!passage || !selection || selection.rangeCount === 0 || selection.isCollapsed) return null;
+    const range = selection.getRangeAt(0);
+    if (!passage.contains(range.startContainer) || !passage.contains(range.endContainer)) return null;
+    const before = document.createRange();
+    before.setStart(passage, 0);
+    before.setEnd(range.startContainer, range.startOffset);
+    const raw = range.toString();
+    const lead = raw.length - raw.trimStart().length;
+    const text = raw.trim();
+    return text ? { text, start: before.toString().length + lead } : null;
+  }
+
+  function onPassageSelect() {
+    const answer = selectionInPassage();
+    if (answer) setAnswer(answer);
+  }
+
+  function onAnswerTyped() {
+    const text = $("answer-input").value.trim();
+    const start = text ? passageEl().textContent.indexOf(text) : -1;
+    setAnswer(start >= 0 ? { text, start } : null, true);
+    if (text && start < 0) $("answer-status").textContent = "not found in the passage";
+  }
+
+  // --- submission --------------------------------------------------------------------------------
+  function readForm() {
+    const input = {};
+    document.querySelectorAll("[data-input-field]").forEach((node) => (input[node.dataset.inputField] = node.value));
+    let target;
+    if (cfg.head === "qa") target = state.answer;
+    else {
+      const checked = document.querySelector("input[name=target]:checked");
+      target = checked ? checked.value : null;
+    }
+    return { input, target };
+  }
+
+  function showError(data, fallback) {
+    const text = (data && data.detail) || fallback || "Something went wrong.";
+    $("form-error").textContent = text;
+  }
+
+  async function submit(event) {
+    if (event) event.preventDefault();
+    $("form-error").textContent = "";
+    const { input, target } = readForm();
+    if (target === null || target === undefined) {
+      showError(null, cfg.head === "qa" ? "target: highlight the answer in the passage." : "target: choose a label.");
+      return;
+    }
+    const sandbox = $("sandbox").checked;
+    state.key = state.key || newKey();
+    const body = { context_id: state.contextId, input, target, round: cfg.round, time_spent_ms: Date.now() - state.startedAt };
+    if (!sandbox) body.idempotency_key = state.key;
+    $("submit").disabled = true;
+    let result;
+    try {
+      result = await call("POST", api.submit(sandbox), body);
+    } catch (error) {
+      $("submit").disabled = false;
+      showError(null, "The network failed; submit again (your example will not be saved twice).");
+      return;
+    }
+    $("submit").disabled = false;
+    if (result.status === 429) return showError(null, `Too many submissions; wait ${result.retryAfter || "a few"} seconds.`);
+    if (!result.ok) return showError(result.data);
+    state.key = null;
+    if (sandbox) showVerdict(result.data, true);
+    else { state.example = result.data; showVerdict(result.data, false); refreshFigures(); }
+  }
+
+  // --- verdict -----------------------------------------------------------------------------------
+  function predictionText(prediction) {
+    if (!prediction) return "—";
+    if ("label" in prediction) {
+      const p = prediction.probs && prediction.probs[prediction.label];
+      return p === undefined ? prediction.label : `${prediction.label} (${pct(p)})`;
+    }
+    return `“${prediction.text}”` + (prediction.score !== undefined ? ` (score ${Number(prediction.score).toFixed(2)})` : "");
+  }
+
+  function renderEnsemble(prediction) {
+    const box = $("ensemble");
+    box.replaceChildren();
+    if (prediction && prediction.probs) {
+      box.append(el("p", { class: "ensemble-label", id: "ensemble-label" }, prediction.label));
+      Object.entries(prediction.probs).sort((a, b) => b[1] - a[1]).forEach(([label, p]) => {
+        const bar = el("span", { class: "bar" });
+        bar.style.width = pct(p);
+        box.append(el("div", { class: "prob", "data-label": label }, el("span", { class: "prob-label" }, label),
+          el("span", { class: "bar-track" }, bar), el("span", { class: "prob-value" }, pct(p))));
+      });
+    } else box.append(el("p", { class: "ensemble-label", id: "ensemble-label" }, predictionText(prediction)));
+  }
+
+  function renderModels(models) {
+    const body = $("models").querySelector("tbody");
+    body.replaceChildren();
+    (models || []).forEach((m) => {
+      body.append(el("tr", {}, el("td", {}, `${m.name} (v${m.model_version})`), el("td", {}, predictionText(m.prediction))));
+    });
+  }
+
+  function heatColor(score) {
+    const a = Math.min(Math.abs(score), 1) * 0.8;
+    return score >= 0 ? `rgba(214, 39, 40, ${a})` : `rgba(31, 119, 180, ${a})`;
+  }
+
+  function renderHeatmap(explanation) {
+    const box = $("heatmap");
+    box.replaceChildren();
+    if (!explanation || !explanation.words || !explanation.words.length) {
+      box.append(el("p", { class: "lead" }, "No explanation for this verdict."));
+      return;
+    }
+    let segment = explanation.words[0].segment ?? 0;
+    explanation.words.forEach((w) => {
+      if ((w.segment ?? 0) !== segment) { segment = w.segment; box.append(el("span", { class: "hm-sep" }, "‖")); }
+      const span = el("span", { class: "hm-word", title: `${w.word}: ${Number(w.score).toFixed(3)}`, "data-score": w.score }, w.word);
+      span.style.backgroundColor = heatColor(Number(w.score));
+      box.append(span, " ");
+    });
+    box.append(el("p", { class: "lead hm-method" }, `method: ${explanation.method}`));
+  }
+
+  function showVerdict(example, sandbox) {
+    $("verdict").hidden = false;
+    $("verdict-sandbox").hidden = !sandbox;
+    ["retract", "flag", "explain"].forEach((id) => ($(id).hidden = sandbox));
+    $("flag-form").hidden = $("explain-form").hidden = true;
+    $("action-status").textContent = "";
+    $("retract").disabled = !!example.retracted;
+    const stateText = $("verdict-state");
+    const pending = !sandbox && example.scoring_state === "pending";
+    stateText.className = "verdict-state";
+    if (pending) {
+      stateText.textContent = "Saved — scoring…";
+      stateText.classList.add("pending");
+      $("verdict-body").hidden = true;
+      schedulePoll(example.id, 500);
+    } else if (!sandbox && example.scoring_state === "failed") {
+      stateText.textContent = "Saved — scoring failed; the example is kept and will be scored again.";
+      $("verdict-body").hidden = true;
+    } else {
+      stateText.textContent = example.fooled ? "You fooled the model!" : "The model was not fooled.";
+      stateText.classList.add(example.fooled ? "fooled" : "not-fooled");
+      renderEnsemble(example.ensemble_prediction);
+      renderModels(example.model_predictions);
+      renderHeatmap(example.explanation);
+      $("verdict-body").hidden = false;
+    }
+    $("verdict").scrollIntoView({ block: "nearest" });
+  }
+
+  function schedulePoll(id, delay) {
+    clearTimeout(state.poll);
+    state.poll = setTimeout(async () => {
+      const result = await call("GET", api.example(id)).catch(() => null);
+      if (!state.example || state.example.id !== id) return;
+      if (result && result.ok && result.data.scoring_state !== "pending") {
+        state.example = result.data;
+        showVerdict(result.data, false);
+        refreshFigures();
+      } else schedulePoll(id, Math.min(delay * 1.5, 5000));
+    }, delay);
+  }
+
+  // --- the writer's actions ----------------------------------------------------------------------
+  async function act(action, body, done) {
+    if (!state.example) return;
+    const result = await call("POST", api.example(state.example.id, action), body);
+    if (!result.ok) { $("action-status").textContent = (result.data && result.data.detail) || "That did not work."; return; }
+    state.example = result.data;
+    $("action-status").textContent = done;
+    refreshFigures();
+  }
+
+  async function retract() {
+    await act("retract", undefined, "Retracted — this example no longer counts.");
+    if (state.example && state.example.retracted) $("retract").disabled = true;
+  }
+
+  function toggle(formId, focusId) {
+    const form = $(formId);
+    form.hidden = !form.hidden;
+    if (!form.hidden) $(focusId).focus();
+  }
+
+  function tryAgain() {
+    clearTimeout(state.poll);
+    state.example = null;
+    $("verdict").hidden = true;
+    document.querySelectorAll("[data-input-field]").forEach((node) => (node.value = ""));
+    setAnswer(null);
+    state.startedAt = Date.now();
+    const first = document.querySelector("[data-input-field]");
+    if (first) first.focus();
+  }
+
+  // --- figures and inspiration -------------------------------------------------------------------
+  async function refreshFigures() {
+    const result = await call("GET", api.stats).catch(() => null);
+    if (!result || !result.ok) return;
+    ["collected", "fooled", "verified_fooled", "retracted"].forEach((k) => ($(`my-${k}`).textContent = result.data[k]));
+    $("my-mer").textContent = result.data.mer === null ? "—" : pct(result.data.mer);
+  }
+
+  function inspirationItem(row) {
+    const context = Object.values(row.context || {}).join(" ");
+    const input = Object.values(row.input || {}).join(" / ");
+    const target = typeof row.target === "object" && row.target ? row.target.text : row.target;
+    const item = el("li", {});
+    if (context) item.append(el("span", { class: "lead" }, context.slice(0, 160)), el("br"));
+    item.append(el("q", {}, input), " → ", el("strong", {}, String(target)));
+    return item;
+  }
+
+  async function inspiration() {
+    const box = $("inspiration");
+    const button = $("inspiration-button");
+    if (!box.hidden) { box.hidden = true; button.setAttribute("aria-expanded", "false"); return; }
+    const result = await call("GET", api.inspiration);
+    box.replaceChildren();
+    if (!result.ok) box.append(el("p", { class: "error" }, (result.data && result.data.detail) || "Unavailable."));
+    else {
+      const sections = [["Examples that fooled the model (verified)", result.data.fooling_examples],
+        ["Hard examples for this round", result.data.hard_examples]];
+      sections.forEach(([title, rows]) => {
+        box.append(el("h3", {}, title));
+        if (!rows.length) box.append(el("p", { class: "lead" }, "None yet."));
+        else box.append(el("ul", { class: "inspiration-list" }, ...rows.map(inspirationItem)));
+      });
+    }
+    box.hidden = false;
+    button.setAttribute("aria-expanded", "true");
+  }
+
+  // --- keyboard ----------------------------------------------------------------------------------
+  function onKey(event) {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); submit(); return; }
+    if (!event.altKey) return;
+    if (event.key === "n" || event.key === "N") { event.preventDefault(); newContext(); return; }
+    const index = parseInt(event.key, 10);
+    const radios = document.querySelectorAll("input[name=target]");
+    if (index >= 1 && index <= radios.length) { event.preventDefault(); radios[index - 1].checked = true; radios[index - 1].focus(); }
+  }
+
+  $("create-form").addEventListener("submit", submit);
+  $("new-context").addEventListener("click", newContext);
+  $("retract").addEventListener("click", retract);
+  $("flag").addEventListener("click", () => toggle("flag-form", "flag-reason"));
+  $("explain").addEventListener("click", () => toggle("explain-form", "writer-explanation"));
+  $("flag-save").addEventListener("click", () => act("flag", { reason: $("flag-reason").value }, "Flagged — thank you."));
+  $("explain-save").addEventListener("click", () =>
+    act("explanation", { writer_explanation: $("writer-explanation").value }, "Explanation saved."));
+  $("try-again").addEventListener("click", tryAgain);
+  $("inspiration-button").addEventListener("click", inspiration);
+  document.addEventListener("keydown", onKey);
+  const passage = passageEl();
+  if (passage) {
+    passage.addEventListener("mouseup", onPassageSelect);
+    passage.addEventListener("keyup", onPassageSelect);
+    $("answer-input").addEventListener("input", onAnswerTyped);
+  }
+  window.dynabenchCreate = { state, newContext, submit };
+})();

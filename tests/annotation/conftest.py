@@ -1,0 +1,77 @@
+"""Fixtures of the create flow: a task of each kind with an open round and contexts, and a writer."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from tasks import roles
+from tests.factories import ContextFactory, RoundFactory, TaskFactory, UserFactory
+
+SENTIMENT_PROMPT = "The food was good but the service was slow."
+NLI_PREMISE = "A man is playing a guitar on stage in front of a large crowd."
+QA_PASSAGE = "The Eiffel Tower was completed in 1889 and stands on the Champ de Mars in Paris."
+
+
+@pytest.fixture(autouse=True)
+def _fresh_throttles():
+    """Throttle counters live in the cache; every test starts with none."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def make_task(kind: str, slug: str | None = None, config: dict | None = None, payload: dict | None = None):
+    task = TaskFactory(slug=slug or f"{kind}-task", kind=kind, config=config or {})
+    round = RoundFactory(task=task, number=1)
+    context = ContextFactory(task=task, round=round, payload=payload or default_payload(kind))
+    return task, round, context
+
+
+def default_payload(kind: str) -> dict:
+    return {"nli": {"premise": NLI_PREMISE}, "qa": {"passage": QA_PASSAGE}}.get(kind, {"prompt": SENTIMENT_PROMPT})
+
+
+@pytest.fixture
+def sentiment(db):
+    return make_task("sentiment")
+
+
+@pytest.fixture
+def nli(db):
+    return make_task("nli")
+
+
+@pytest.fixture
+def qa(db):
+    return make_task("qa")
+
+
+@pytest.fixture
+def writer(db):
+    user = UserFactory(username="writer")
+    roles.grant(user, roles.ANNOTATOR)
+    return user
+
+
+@pytest.fixture
+def writer_api(writer) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(writer)
+    return client
+
+
+def sentiment_body(context, **extra) -> dict:
+    return {"context_id": context.pk, "input": {"text": "What a wonderful, slow evening."}, "target": "positive", **extra}
+
+
+def nli_body(context, **extra) -> dict:
+    return {"context_id": context.pk, "input": {"hypothesis": "Nobody is playing music."}, "target": "contradiction", **extra}
+
+
+def qa_body(context, **extra) -> dict:
+    return {
+        "context_id": context.pk, "input": {"question": "When was the Eiffel Tower completed?"},
+        "target": {"text": "1889", "start": QA_PASSAGE.index("1889")}, **extra,
+    }
