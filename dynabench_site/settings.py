@@ -75,6 +75,7 @@ INSTALLED_APPS = [
     "modelzoo",
     "hardness",
     "exports",
+    "rounds",
 ]
 
 MIDDLEWARE = [

@@ -14,6 +14,7 @@ api_patterns = [
     path("", include("modelzoo.api_urls")),
     path("", include("hardness.api_urls")),
     path("", include("exports.api_urls")),
+    path("", include("rounds.api_urls")),
 ]
 
 urlpatterns = [
@@ -25,4 +26,5 @@ urlpatterns = [
     path("", include("modelzoo.urls")),
     path("", include("hardness.urls")),
     path("", include("exports.urls")),
+    path("", include("rounds.urls")),
 ]
