@@ -1,0 +1,66 @@
+"""Ensemble aggregation strategies: one function per strategy, in a registry.
+
+A strategy takes the members' predictions for one input (each a ClassPrediction or SpanPrediction, QA ones with
+their `candidates`) and returns the ensemble's prediction in the same shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Strategy = Callable[[list[dict[str, Any]]], dict[str, Any]]
+STRATEGIES: dict[str, Strategy] = {}
+DEFAULT_FOR_HEAD = {"classification": "mean_probs", "qa": "best_mean_span"}
+
+
+def strategy(name: str) -> Callable[[Strategy], Strategy]:
+    def register(func: Strategy) -> Strategy:
+        STRATEGIES[name] = func
+        return func
+
+    return register
+
+
+def get_strategy(name: str) -> Strategy:
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise KeyError(f"unknown aggregation strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+
+
+@strategy("mean_probs")
+def mean_probs(predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Average the class probabilities; the label is the arg-max (ties: the first label in the members' order)."""
+    if not predictions:
+        raise ValueError("no member predictions to aggregate")
+    labels = list(predictions[0]["probs"])
+    probs = {label: sum(p["probs"].get(label, 0.0) for p in predictions) / len(predictions) for label in labels}
+    best = max(labels, key=lambda label: probs[label])
+    return {"label": best, "probs": probs}
+
+
+@strategy("majority_vote")
+def majority_vote(predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    """Most members' label; ties go to the higher mean probability."""
+    mean = mean_probs(predictions)
+    votes = {label: sum(p["label"] == label for p in predictions) for label in mean["probs"]}
+    best = max(mean["probs"], key=lambda label: (votes[label], mean["probs"][label]))
+    return {"label": best, "probs": mean["probs"]}
+
+
+@strategy("best_mean_span")
+def best_mean_span(predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The span (by character offsets) with the best mean score over members; a member that did not propose
+    a span scores 0 for it."""
+    if not predictions:
+        raise ValueError("no member predictions to aggregate")
+    totals: dict[tuple[int, int], float] = {}
+    texts: dict[tuple[int, int], str] = {}
+    for prediction in predictions:
+        for c in prediction.get("candidates") or [prediction]:
+            key = (c["start"], c["end"])
+            totals[key] = totals.get(key, 0.0) + c["score"]
+            texts[key] = c["text"]
+    (start, end), total = max(totals.items(), key=lambda item: (item[1], -item[0][0]))
+    return {"text": texts[(start, end)], "start": start, "end": end, "score": total / len(predictions)}

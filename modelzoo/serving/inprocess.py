@@ -1,0 +1,58 @@
+"""The embedded default: models loaded once into this process and kept in memory."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from modelzoo.runtime import Predictor
+from modelzoo.serving.base import Backend, BackendError, ModelRef
+
+
+class InProcessBackend(Backend):
+    name = "inprocess"
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[int, str], Predictor] = {}
+        self._lock = threading.Lock()
+
+    def predictor(self, ref: ModelRef) -> Predictor:
+        key = (ref.id, str(ref.path))
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        with self._lock:  # one load per model even when requests race
+            if key not in self._cache:
+                self._cache[key] = self._load(ref)
+            return self._cache[key]
+
+    @staticmethod
+    def _load(ref: ModelRef) -> Predictor:
+        if not (ref.path / "zoo.json").is_file():
+            raise BackendError(f"model {ref.name}: no artifact at {ref.path}", retryable=False)
+        try:
+            return Predictor.load(ref.path)
+        except Exception as exc:  # a broken artifact: retrying cannot help
+            raise BackendError(f"model {ref.name} failed to load: {exc}", retryable=False) from exc
+
+    def predict(self, models: list[ModelRef], inputs: list[dict[str, str]]) -> list[list[dict[str, Any]]]:
+        return [self._call(ref, lambda p: p.predict(inputs)) for ref in models]
+
+    def explain(self, model: ModelRef, model_input: dict[str, str], method: str, target: Any = None) -> dict[str, Any]:
+        return self._call(model, lambda p: p.explain(model_input, method, target))
+
+    def _call(self, ref: ModelRef, action: Any) -> Any:
+        predictor = self.predictor(ref)
+        try:
+            return action(predictor)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise BackendError(f"model {ref.name} cannot take this input: {exc}", retryable=False) from exc
+
+    def prepare(self, models: list[ModelRef]) -> None:
+        for ref in models:
+            self.predictor(ref)
+
+    def release(self, models: list[ModelRef]) -> None:
+        with self._lock:
+            for ref in models:
+                self._cache.pop((ref.id, str(ref.path)), None)

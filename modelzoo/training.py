@@ -1,0 +1,199 @@
+"""Fine-tuning: encoder + classification head, or encoder + span-extraction head (QA).
+
+Django-free, so the hardness module and scripts can use it directly. `train()` takes `TrainExample`s (a model
+input as the task kind forms it, and a target), a `TrainSpec`, and writes a complete artifact folder.
+Seeded and reproducible on CPU; batches are padded dynamically to their longest member.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoConfig
+
+from modelzoo import encoder as enc
+from modelzoo.runtime import HEAD_CLASSES, ZOO_FILE
+
+TINY = "tiny"
+Progress = Callable[[int, int, dict[str, float]], None]  # (step, total_steps, {"loss": ...})
+
+
+@dataclass
+class TrainSpec:
+    head: str  # "classification" | "qa"
+    labels: list[str] = field(default_factory=list)  # classification only, in id order
+    epochs: int = 2
+    lr: float = 5e-5
+    batch_size: int = 16
+    max_length: int = 128
+    seed: int = 0
+    weight_decay: float = 0.01
+    warmup: float = 0.1
+    encoder: str = enc.ENCODER_NAME  # or "tiny": a small random BERT (tests)
+
+    def __post_init__(self) -> None:
+        if self.head not in HEAD_CLASSES:
+            raise ValueError(f"head must be one of {', '.join(HEAD_CLASSES)}")
+        if self.head == "classification" and len(self.labels) < 2:
+            raise ValueError("a classifier needs at least two labels")
+        if self.epochs < 1 or self.lr <= 0 or self.batch_size < 1 or self.max_length < 8:
+            raise ValueError("epochs, lr, batch_size and max_length must be positive (max_length >= 8)")
+
+
+@dataclass
+class TrainExample:
+    model_input: dict[str, str]
+    target: Any  # a label, or {"text", "start"} for QA
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def build_model(spec: TrainSpec) -> torch.nn.Module:
+    """A fresh model for the spec: pretrained encoder + new head, or a tiny random one."""
+    kwargs: dict[str, Any] = {}
+    if spec.head == "classification":
+        kwargs = {"num_labels": len(spec.labels), "id2label": dict(enumerate(spec.labels)),
+                  "label2id": {label: i for i, label in enumerate(spec.labels)}}
+    if spec.encoder == TINY:
+        config = enc.tiny_config()
+        for key, value in kwargs.items():
+            setattr(config, key, value)
+        return HEAD_CLASSES[spec.head].from_config(config)
+    config = AutoConfig.from_pretrained(str(enc.encoder_path()), **kwargs)
+    return HEAD_CLASSES[spec.head].from_pretrained(str(enc.encoder_path()), config=config)
+
+
+# -- features ---------------------------------------------------------------------------------------
+
+
+def classification_features(tokenizer: Any, examples: Sequence[TrainExample], spec: TrainSpec) -> list[dict]:
+    index = {label: i for i, label in enumerate(spec.labels)}
+    features = []
+    for ex in examples:
+        text, pair = ex.model_input["text"], ex.model_input.get("text_pair")
+        feature = dict(tokenizer(text, pair, truncation=True, max_length=spec.max_length))
+        feature["labels"] = index[ex.target]
+        features.append(feature)
+    return features
+
+
+def qa_features(tokenizer: Any, examples: Sequence[TrainExample], spec: TrainSpec) -> list[dict]:
+    from modelzoo.explain import char_span_to_tokens
+
+    features = []
+    for ex in examples:
+        encoding = tokenizer(ex.model_input["question"], ex.model_input["context"], truncation="only_second",
+                             max_length=spec.max_length, return_offsets_mapping=True)
+        offsets, seq_ids = encoding.pop("offset_mapping"), encoding.sequence_ids()
+        start, end = ex.target["start"], ex.target["start"] + len(ex.target["text"])
+        passage = [i for i, s in enumerate(seq_ids) if s == 1]
+        if passage and offsets[passage[0]][0] <= start and end <= offsets[passage[-1]][1]:
+            s, e = char_span_to_tokens(offsets, seq_ids, start, end)
+        else:
+            s = e = 0  # the answer was truncated away: point at [CLS]
+        features.append({**dict(encoding), "start_positions": s, "end_positions": e})
+    return features
+
+
+def collate(tokenizer: Any, batch: list[dict]) -> dict[str, torch.Tensor]:
+    label_keys = [k for k in ("labels", "start_positions", "end_positions") if k in batch[0]]
+    labels = {k: torch.tensor([f[k] for f in batch]) for k in label_keys}
+    padded = tokenizer.pad([{k: v for k, v in f.items() if k not in label_keys} for f in batch], return_tensors="pt")
+    return {**dict(padded), **labels}
+
+
+# -- training loop ----------------------------------------------------------------------------------
+
+
+def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str,
+          progress: Progress | None = None, extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Fine-tune and write the artifact to `out_dir` (atomically). Returns the training metrics."""
+    if not examples:
+        raise ValueError("no training examples")
+    seed_everything(spec.seed)
+    tokenizer = enc.load_tokenizer()
+    make = qa_features if spec.head == "qa" else classification_features
+    features = make(tokenizer, examples, spec)
+    model = build_model(spec)
+    started = time.perf_counter()
+    loss = fit(model, tokenizer, features, spec, progress)
+    seconds = time.perf_counter() - started
+    metrics = {"train_loss": loss, "train_examples": len(features), "epochs": spec.epochs, "seconds": round(seconds, 2),
+               "examples_per_s": round(len(features) * spec.epochs / max(seconds, 1e-9), 1)}
+    save_artifact(model, tokenizer, spec, metrics, Path(out_dir), extra_meta or {})
+    return metrics
+
+
+def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: TrainSpec,
+        progress: Progress | None) -> float:
+    generator = torch.Generator().manual_seed(spec.seed)
+    per_epoch = (len(features) + spec.batch_size - 1) // spec.batch_size
+    total = per_epoch * spec.epochs
+    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
+    scheduler = linear_schedule(optimizer, int(total * spec.warmup), total)
+    model.train()
+    step, recent = 0, []
+    for _ in range(spec.epochs):
+        order = torch.randperm(len(features), generator=generator).tolist()
+        for b in range(per_epoch):
+            batch = collate(tokenizer, [features[i] for i in order[b * spec.batch_size:(b + 1) * spec.batch_size]])
+            loss = model(**batch).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step(), scheduler.step(), optimizer.zero_grad()
+            step, recent = step + 1, (recent + [loss.item()])[-per_epoch:]
+            if progress:
+                progress(step, total, {"loss": sum(recent) / len(recent)})
+    model.eval()
+    return round(sum(recent) / len(recent), 4)
+
+
+def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / (warmup + 1)
+        return max(0.0, (total - step) / max(1, total - warmup))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
+# -- artifact ---------------------------------------------------------------------------------------
+
+
+def save_artifact(model: torch.nn.Module, tokenizer: Any, spec: TrainSpec, metrics: dict[str, Any], out_dir: Path,
+                  extra_meta: dict[str, Any]) -> Path:
+    """Write into a sibling temporary folder, then rename: a half-written artifact is never visible."""
+    tmp = out_dir.with_name(out_dir.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    model.save_pretrained(str(tmp), safe_serialization=True)
+    tokenizer.save_pretrained(str(tmp))
+    _write(tmp / ZOO_FILE, {"format": 1, "head": spec.head, "labels": spec.labels, "max_length": spec.max_length,
+                            "encoder": spec.encoder})
+    _write(tmp / "label_map.json", {label: i for i, label in enumerate(spec.labels)})
+    _write(tmp / "training.json", {"spec": asdict(spec), "torch": torch.__version__, **extra_meta})
+    _write(tmp / "metrics.json", metrics)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    return out_dir
+
+
+def _write(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=True), encoding="utf-8")

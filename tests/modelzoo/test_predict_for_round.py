@@ -1,0 +1,47 @@
+import pytest
+
+from modelzoo import services
+from modelzoo.testing import deploy_tiny_ensemble
+from modelzoo.types import BackendError
+
+
+def test_round_without_ensemble_raises_a_retryable_error(open_round):
+    with pytest.raises(BackendError) as err:
+        services.predict_for_round(open_round, [{"text": "hello"}])
+    assert err.value.retryable
+    assert "no deployed model ensemble" in str(err.value)
+
+
+def test_classification_verdict_keeps_every_member_prediction_and_explains(open_round):
+    ensemble = deploy_tiny_ensemble(open_round, members=2)
+    [verdict] = services.predict_for_round(open_round, [{"text": "What a lovely, bright day"}])
+    labels = open_round.task.settings.labels
+    assert verdict["ensemble"]["label"] in labels
+    assert set(verdict["ensemble"]["probs"]) == set(labels)
+    assert sum(verdict["ensemble"]["probs"].values()) == pytest.approx(1.0, abs=1e-5)
+    assert [m["model_version"] for m in verdict["models"]] == [v.pk for v in ensemble.ordered_members()]
+    assert verdict["model_versions"] == [v.pk for v in ensemble.ordered_members()]
+    explanation = verdict["explanation"]
+    assert explanation["method"] == "input_x_gradient"
+    assert explanation["target"] == verdict["ensemble"]["label"]
+    assert [w["word"] for w in explanation["words"]] == ["What", "a", "lovely,", "bright", "day"]
+
+
+def test_verdicts_come_in_input_order_without_explanations_when_not_asked(open_round):
+    deploy_tiny_ensemble(open_round, members=1)
+    verdicts = services.predict_for_round(open_round, [{"text": "one"}, {"text": "two words"}], explain=False)
+    assert len(verdicts) == 2
+    assert all(v["explanation"] is None for v in verdicts)
+
+
+def test_qa_verdict_is_a_span_of_the_passage_with_start_and_end_attributions(qa_round):
+    deploy_tiny_ensemble(qa_round, members=2)
+    passage = "The Eiffel Tower was completed in 1889 and is in Paris."
+    [verdict] = services.predict_for_round(qa_round, [{"question": "When was it completed?", "context": passage}])
+    span = verdict["ensemble"]
+    assert passage[span["start"]:span["end"]] == span["text"]
+    assert all("candidates" not in m["prediction"] for m in verdict["models"])
+    explanation = verdict["explanation"]
+    assert explanation["target"] == "start"
+    assert len(explanation["words"]) == len(explanation["end_words"])
+    assert {w["segment"] for w in explanation["words"]} == {0, 1}
