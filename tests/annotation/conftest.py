@@ -15,6 +15,12 @@ QA_PASSAGE = "The Eiffel Tower was completed in 1889 and stands on the Champ de 
 
 
 @pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """Personas hash a password each; the slow default hasher would dominate these tests."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
 def _fresh_throttles():
     """Throttle counters live in the cache; every test starts with none."""
     cache.clear()
