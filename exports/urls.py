@@ -1,1 +1,7 @@
-urlpatterns: list = []
+from django.urls import path
+
+from exports import views
+
+urlpatterns = [
+    path("tasks/<slug:slug>/rounds/<int:number>/publish/", views.publish, name="exports-publish-page"),
+]

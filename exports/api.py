@@ -1,0 +1,179 @@
+"""Dataset downloads over the REST API. Files stream; nothing is built in memory."""
+
+from __future__ import annotations
+
+from django.http import Http404, StreamingHttpResponse
+from django.shortcuts import get_object_or_404
+from rest_framework import status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.exceptions import APIException, PermissionDenied
+from rest_framework.generics import ListCreateAPIView
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from exports import access, services
+from exports.authentication import ReadOnlyTokenAuthentication
+from exports.models import DatasetSnapshot, ReadOnlyToken
+from exports.serializers import PublishSerializer, SnapshotSerializer, TokenSerializer
+from tasks.models import Task
+
+AUTHENTICATION = [SessionAuthentication, TokenAuthentication, ReadOnlyTokenAuthentication]
+
+
+class BadDatasetRequest(APIException):
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_code = "bad_request"
+
+
+class IgnoreFormatParameter(DefaultContentNegotiation):
+    """`?format=` names the dataset's file format here, not a DRF renderer."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
+def download_response(download: services.Download) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(download.chunks, content_type=download.media_type)
+    response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    if download.sha256:
+        response["ETag"] = f'"{download.sha256}"'
+        response["X-Checksum-SHA256"] = download.sha256
+    return response
+
+
+class TaskDatasetView(APIView):
+    authentication_classes = AUTHENTICATION
+    permission_classes = [AllowAny]
+    content_negotiation_class = IgnoreFormatParameter
+
+    def get_task(self) -> Task:
+        return get_object_or_404(Task.objects.visible_to(self.request.user), slug=self.kwargs["slug"])
+
+    def bad_request(self, exc: services.ExportError) -> BadDatasetRequest:
+        return BadDatasetRequest(str(exc))
+
+    def round_or_400(self, task: Task):
+        try:
+            return services.find_round(task, self.kwargs["number"])
+        except services.ExportError as exc:
+            raise self.bad_request(exc) from None
+
+    def snapshot_for(self, round, version: str) -> DatasetSnapshot:
+        try:
+            snapshot = services.find_snapshot(round, version)
+        except services.ExportError as exc:
+            raise self.bad_request(exc) from None
+        if not access.can_download(self.request.user, snapshot):
+            raise PermissionDenied("This snapshot is for researchers, the task's owners and admins.")
+        return snapshot
+
+    def require_manager(self, task: Task) -> None:
+        if not access.can_manage(self.request.user, task):
+            raise PermissionDenied("Only the task's owners and admins may use unpublished (live) data.")
+
+
+class DatasetListView(TaskDatasetView):
+    """GET /api/tasks/{slug}/datasets/: the task's published snapshots, newest version first per round."""
+
+    def get(self, request, slug: str) -> Response:
+        task = self.get_task()
+        snapshots = DatasetSnapshot.objects.filter(task=task).select_related("round", "task")
+        allowed = {s.pk for s in access.downloadable(request.user, task)}
+        data = SnapshotSerializer(snapshots, many=True, context={"request": request, "allowed": allowed}).data
+        return Response(
+            {
+                "task": task.slug,
+                "count": len(data),
+                "can_use_live": access.can_manage(request.user, task),
+                "results": data,
+            }
+        )
+
+
+class RoundDatasetView(TaskDatasetView):
+    """GET …/rounds/{n}/dataset/?format=jsonl|csv|parquet&split=train|dev|test&version=latest|N|live"""
+
+    def get(self, request, slug: str, number: str) -> StreamingHttpResponse:
+        task = self.get_task()
+        round = self.round_or_400(task)
+        fmt = request.query_params.get("format", "jsonl")
+        split = request.query_params.get("split", "train")
+        version = request.query_params.get("version", "latest")
+        try:
+            if version == "live":
+                self.require_manager(task)
+                return download_response(services.live_file(round, split, fmt))
+            return download_response(services.snapshot_file(self.snapshot_for(round, version), split, fmt))
+        except services.ExportError as exc:
+            raise self.bad_request(exc) from None
+
+
+class RoundBundleView(TaskDatasetView):
+    """GET …/rounds/{n}/bundle/?version=latest|N|live: the zip (files, README.md card, SHA256SUMS)."""
+
+    def get(self, request, slug: str, number: str) -> StreamingHttpResponse:
+        task = self.get_task()
+        round = self.round_or_400(task)
+        version = request.query_params.get("version", "latest")
+        try:
+            if version == "live":
+                self.require_manager(task)
+                formats = request.query_params.getlist("formats") or list(services.DEFAULT_FORMATS)
+                excluded = request.query_params.get("include_excluded") in ("1", "true", "yes")
+                return download_response(services.live_bundle(round, formats, excluded))
+            return download_response(services.snapshot_bundle(self.snapshot_for(round, version)))
+        except services.ExportError as exc:
+            raise self.bad_request(exc) from None
+
+
+class PublishView(TaskDatasetView):
+    """POST …/rounds/{n}/snapshots/: owners publish the round's current data as a new version."""
+
+    def post(self, request, slug: str, number: str) -> Response:
+        task = self.get_task()
+        round = self.round_or_400(task)
+        if not access.can_manage(request.user, task):
+            raise PermissionDenied("Only the task's owners and admins may publish datasets.")
+        options = PublishSerializer(data=request.data)
+        options.is_valid(raise_exception=True)
+        try:
+            snapshot, created = services.publish_snapshot(round, request.user, **options.validated_data)
+        except services.ExportError as exc:
+            raise self.bad_request(exc) from None
+        context = {"request": request, "allowed": {snapshot.pk}}
+        return Response(SnapshotSerializer(snapshot, context=context).data, status=201 if created else 200)
+
+
+class TokenListView(ListCreateAPIView):
+    """GET/POST /api/tokens/readonly/: your read-only tokens; the key is shown once, on creation."""
+
+    authentication_classes = AUTHENTICATION
+    permission_classes = [IsAuthenticated]
+    serializer_class = TokenSerializer
+    pagination_class = None
+
+    def get_queryset(self):
+        return ReadOnlyToken.objects.filter(user=self.request.user)
+
+    def create(self, request, *args, **kwargs) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        token, raw = ReadOnlyToken.issue(request.user, serializer.validated_data.get("name", ""))
+        return Response({**TokenSerializer(token).data, "key": raw}, status=status.HTTP_201_CREATED)
+
+
+class TokenRevokeView(APIView):
+    """DELETE /api/tokens/readonly/{id}/: revoke one of your tokens."""
+
+    authentication_classes = AUTHENTICATION
+    permission_classes = [IsAuthenticated]
+
+    def delete(self, request, pk: int) -> Response:
+        token = ReadOnlyToken.objects.filter(user=request.user, pk=pk).first()
+        if token is None:
+            raise Http404
+        token.revoke()
+        return Response(status=status.HTTP_204_NO_CONTENT)

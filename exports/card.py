@@ -1,0 +1,92 @@
+"""The dataset card (README.md of a bundle): what is in it, how it was made, and how to use it."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.template.loader import render_to_string
+
+from annotation.models import Example
+from exports.agreement import round_agreement
+from tasks.models import Round
+
+MAX_LABELS = 50
+
+
+@dataclass
+class Stats:
+    """Gathered while the files are written, so the card needs no second pass over the rows."""
+
+    rows: Counter[str] = field(default_factory=Counter)
+    labels: dict[str, Counter[str]] = field(default_factory=dict)
+    models: set[tuple[str, int]] = field(default_factory=set)
+    first: str | None = None
+    last: str | None = None
+
+    def add(self, part: str, records: list[dict[str, Any]]) -> None:
+        self.rows[part] += len(records)
+        labels = self.labels.setdefault(part, Counter())
+        for record in records:
+            labels[record["label"]] += 1
+            for prediction in record["model_predictions"] or []:
+                self.models.add((str(prediction.get("name", "")), int(prediction.get("model_version", 0))))
+            created = record["created_at"]
+            self.first = created if self.first is None or created < self.first else self.first
+            self.last = created if self.last is None or created > self.last else self.last
+        if len(labels) > 10 * MAX_LABELS:  # free-text answers (QA): keep the counter small
+            self.labels[part] = Counter(dict(labels.most_common(MAX_LABELS)))
+
+
+@dataclass
+class CardInfo:
+    round: Round
+    version: str
+    generated_at: datetime
+    files: list[dict[str, Any]]
+    stats: Stats
+    held_back: int
+
+
+def _label_table(stats: Stats, parts: list[str]) -> tuple[list[str], list[list[int]]]:
+    totals: Counter[str] = Counter()
+    for part in parts:
+        totals.update(stats.labels.get(part, Counter()))
+    labels = [label for label, _ in totals.most_common(MAX_LABELS)]
+    return labels, [[stats.labels.get(part, Counter())[label] for part in parts] for label in labels]
+
+
+def render_card(info: CardInfo) -> str:
+    task = info.round.task
+    config = task.settings
+    parts = [name for name in ("train", "dev", "test", "excluded") if name in info.stats.rows]
+    labels, label_rows = _label_table(info.stats, parts)
+    data_files = [f for f in info.files if f["format"] == (info.files[0]["format"] if info.files else "")]
+    context = {
+        "task": task,
+        "round": info.round,
+        "version": info.version,
+        "generated_at": info.generated_at,
+        "parts": parts,
+        "counts": [(part, info.stats.rows[part]) for part in parts],
+        "label_rows": list(zip(labels, label_rows, strict=True)),
+        "per_label": task.kind_impl.head == "classification",
+        "figures": Example.objects.filter(round=info.round).figures(),
+        "agreement": round_agreement(info.round),
+        "models": sorted(info.stats.models),
+        "first": info.stats.first,
+        "last": info.stats.last,
+        "held_back": info.held_back,
+        "licence": config.dataset.licence,
+        "intended_use": config.dataset.intended_use,
+        "splits": config.splits,
+        "files": info.files,
+        "yaml_files": [f for f in data_files if f["part"] != "excluded" and f["rows"]],
+        "loader": data_files[0]["format"].replace("jsonl", "json") if data_files else "json",
+        "licence_json": json.dumps(config.dataset.licence),
+        "name_json": json.dumps(f"{task.name} round {info.round.number}"),
+    }
+    return render_to_string("exports/dataset_card.md", context)

@@ -1,0 +1,195 @@
+"""Use cases: stream a round's data, publish an immutable snapshot, read a published one."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Max
+
+from exports import splits
+from exports.bundle import BundleResult, sha256_file, write_bundle
+from exports.formats import FORMATS, get_format
+from exports.models import DatasetSnapshot
+from exports.streaming import stream_file, stream_records, stream_zip_member
+from tasks.models import Round, Task
+
+DEFAULT_FORMATS = ("jsonl", "csv", "parquet")
+
+
+class ExportError(ValueError):
+    """A bad request for data (unknown round, format, split or version); the message says what is wrong."""
+
+
+@dataclass(frozen=True)
+class Download:
+    chunks: Iterator[bytes]
+    filename: str
+    media_type: str
+    sha256: str | None = None
+
+
+def export_root() -> Path:
+    root = Path(getattr(settings, "EXPORTS_DIR", None) or Path(settings.VAR_DIR) / "exports")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def find_round(task: Task, number: str | int) -> Round:
+    rounds = list(task.rounds.values_list("number", flat=True))
+    try:
+        return task.rounds.get(number=int(number))
+    except (ValueError, Round.DoesNotExist):
+        have = ", ".join(map(str, rounds)) or "none yet"
+        raise ExportError(f"task {task.slug!r} has no round {number!r}; its rounds: {have}") from None
+
+
+def check_formats(names: list[str] | tuple[str, ...]) -> list[str]:
+    try:
+        return list(dict.fromkeys(get_format(name).name for name in names)) or list(DEFAULT_FORMATS)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+
+
+def live_file(round: Round, split: str, fmt_name: str) -> Download:
+    """The current data of one split (owners): splits are assigned first, then rows stream."""
+    try:
+        fmt, split = get_format(fmt_name), splits.check_split(split)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+    splits.assign_splits(round)
+    chunks = stream_records(round.task, splits.in_split(round, split), fmt)
+    return Download(chunks, f"{round.task.slug}-round{round.number}-live-{split}.{fmt.extension}", fmt.media_type)
+
+
+def live_bundle(round: Round, formats: list[str], include_excluded: bool = False) -> Download:
+    """A zip of the current data, written to a temporary file and streamed (then deleted)."""
+    formats = check_formats(formats)
+    splits.assign_splits(round)
+    handle, name = tempfile.mkstemp(prefix="live-", suffix=".zip", dir=_tmp_dir())
+    with os.fdopen(handle, "wb") as sink:
+        write_bundle(round, sink, formats, version="live", include_excluded=include_excluded, work_dir=_tmp_dir())
+    path = Path(name)
+    return Download(
+        stream_file(path, delete=True), f"{round.task.slug}-round{round.number}-live.zip", "application/zip"
+    )
+
+
+def _tmp_dir() -> Path:
+    path = export_root() / "tmp"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+def latest_snapshot(round: Round) -> DatasetSnapshot | None:
+    return round.snapshots.order_by("-version").first()
+
+
+def find_snapshot(round: Round, version: str) -> DatasetSnapshot:
+    if version == "latest":
+        snapshot = latest_snapshot(round)
+        if snapshot is None:
+            raise ExportError(f"round {round.number} has no published snapshot yet")
+        return snapshot
+    try:
+        return round.snapshots.get(version=int(version.removeprefix("v")))
+    except (ValueError, DatasetSnapshot.DoesNotExist):
+        raise ExportError(f"round {round.number} has no snapshot version {version!r}") from None
+
+
+def snapshot_path(snapshot: DatasetSnapshot) -> Path:
+    return export_root() / snapshot.path
+
+
+def snapshot_file(snapshot: DatasetSnapshot, split: str, fmt_name: str) -> Download:
+    try:
+        fmt, split = get_format(fmt_name), splits.check_split(split)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
+    if fmt.name not in snapshot.formats:
+        raise ExportError(
+            f"snapshot v{snapshot.version} holds the formats {', '.join(snapshot.formats)}, not {fmt.name}"
+        )
+    member = f"data/{split}.{fmt.extension}"
+    name = f"{snapshot.task.slug}-round{snapshot.round.number}-v{snapshot.version}-{split}.{fmt.extension}"
+    return Download(stream_zip_member(snapshot_path(snapshot), member), name, fmt.media_type)
+
+
+def snapshot_bundle(snapshot: DatasetSnapshot) -> Download:
+    return Download(stream_file(snapshot_path(snapshot)), snapshot.file_name, "application/zip", snapshot.sha256)
+
+
+def publish_snapshot(
+    round: Round,
+    user=None,
+    *,
+    audience: str = DatasetSnapshot.Audience.RESEARCHERS,
+    formats: list[str] | tuple[str, ...] = DEFAULT_FORMATS,
+    include_excluded: bool = False,
+) -> tuple[DatasetSnapshot, bool]:
+    """Publish the round's current data as a new immutable version.
+
+    When the data files are identical to the latest version's, that version is returned instead
+    (created = False): publishing twice without new validations makes no new version.
+    """
+    formats = check_formats(formats)
+    if audience not in DatasetSnapshot.Audience.values:
+        raise ExportError(f"unknown audience {audience!r}; choose one of: {', '.join(DatasetSnapshot.Audience.values)}")
+    splits.assign_splits(round)
+    handle, name = tempfile.mkstemp(prefix="publish-", suffix=".zip", dir=_tmp_dir())
+    draft, version = Path(name), _next_version(round)
+    try:
+        with os.fdopen(handle, "wb") as sink:
+            result = write_bundle(
+                round, sink, formats, version=f"v{version}", include_excluded=include_excluded, work_dir=_tmp_dir()
+            )
+        return _record(round, user, draft, version, result, audience, formats, include_excluded)
+    finally:
+        draft.unlink(missing_ok=True)
+
+
+def _next_version(round: Round) -> int:
+    return (round.snapshots.aggregate(v=Max("version"))["v"] or 0) + 1
+
+
+def _record(round, user, draft: Path, version: int, result: BundleResult, audience, formats, include_excluded):
+    latest = latest_snapshot(round)
+    same = (latest.content_sha256, latest.formats, latest.include_excluded) if latest else None
+    if same == (result.content_sha256, formats, include_excluded):
+        return latest, False
+    if _next_version(round) != version:
+        raise ExportError("another snapshot of this round was published meanwhile; publish again")
+    relative = Path(round.task.slug) / f"round{round.number}" / f"v{version}.zip"
+    final = export_root() / relative
+    final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists():
+        raise ExportError(f"{relative} already exists; refusing to overwrite a published bundle")
+    try:
+        with transaction.atomic():
+            snapshot = DatasetSnapshot.objects.create(
+                task=round.task,
+                round=round,
+                version=version,
+                audience=audience,
+                path=relative.as_posix(),
+                sha256=sha256_file(draft),
+                content_sha256=result.content_sha256,
+                size_bytes=draft.stat().st_size,
+                formats=formats,
+                counts=result.counts,
+                include_excluded=include_excluded,
+                published_by=user,
+            )
+            os.replace(draft, final)
+    except IntegrityError:
+        raise ExportError("another snapshot of this round was published at the same moment; try again") from None
+    return snapshot, True
+
+
+def format_names() -> list[str]:
+    return list(FORMATS)

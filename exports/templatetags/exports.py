@@ -1,0 +1,30 @@
+"""`{% load exports %}{% dataset_downloads task %}`: the downloads section of the task page."""
+
+from __future__ import annotations
+
+from django import template
+
+from exports import access
+from exports.formats import FORMATS
+from exports.models import DatasetSnapshot
+from exports.splits import SPLITS
+
+register = template.Library()
+
+
+@register.inclusion_tag("exports/_downloads.html", takes_context=True)
+def dataset_downloads(context, task) -> dict:
+    user = context["request"].user
+    allowed = {s.pk for s in access.downloadable(user, task)}
+    snapshots = DatasetSnapshot.objects.filter(task=task).select_related("round", "task")
+    return {
+        "task": task,
+        "rows": [{"snapshot": s, "allowed": s.pk in allowed} for s in snapshots],
+        "can_manage": access.can_manage(user, task),
+        "rounds": list(task.rounds.order_by("number")) if access.can_manage(user, task) else [],
+        "formats": list(FORMATS),
+        "splits": SPLITS,
+        "audiences": DatasetSnapshot.Audience.choices,
+        "csrf_token": context.get("csrf_token"),
+        "user": user,
+    }
