@@ -16,15 +16,20 @@ from modelzoo import encoder, services, training
 from modelzoo.models import Ensemble, ModelVersion
 
 
-def build_tiny_artifact(task, out_dir: Path | str, seed: int = 0) -> Path:
-    """An untrained tiny model (a few hundred KB) for the task's head and labels."""
-    spec = services.default_spec(task, encoder=training.TINY, seed=seed, max_length=64 if task.kind != "qa" else 128)
+def tiny_artifact(out_dir: Path | str, head: str, labels: list[str] | None = None, seed: int = 0) -> Path:
+    """An untrained tiny model (a few MB) with the real tokenizer; no database needed."""
+    spec = training.TrainSpec(head=head, labels=list(labels or []), encoder=training.TINY, seed=seed,
+                              max_length=128 if head == "qa" else 64)
     training.seed_everything(seed)
     model = training.build_model(spec)
-    out = Path(out_dir)
-    training.save_artifact(model, encoder.load_tokenizer(), spec, {"note": "untrained tiny test model"}, out,
-                           {"task": task.slug, "seed": seed})
-    return out
+    return training.save_artifact(model, encoder.load_tokenizer(), spec, {"note": "untrained tiny test model"},
+                                  Path(out_dir), {"seed": seed})
+
+
+def build_tiny_artifact(task, out_dir: Path | str, seed: int = 0) -> Path:
+    """An untrained tiny model for the task's head and labels."""
+    labels = list(task.settings.labels) if task.kind_impl.head == "classification" else []
+    return tiny_artifact(out_dir, task.kind_impl.head, labels, seed)
 
 
 def tiny_model(task, seed: int = 0) -> ModelVersion:

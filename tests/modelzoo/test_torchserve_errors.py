@@ -1,0 +1,82 @@
+"""The TorchServe client turns every failure into one typed error that says whether a retry can help."""
+
+import json
+import socket
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from modelzoo.serving.base import ModelRef
+from modelzoo.serving.torchserve import TorchServeBackend, TorchServeClient, TorchServeError
+from modelzoo.types import BackendError
+
+REF = ModelRef(1, "m", "sentiment-v1", "classification", Path("/nonexistent"))
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again when the socket goes
+
+
+@pytest.fixture
+def failing_server():
+    """A local HTTP server answering every request with the status set in `state["status"]`."""
+    state = {"status": 503, "body": {"code": 503, "message": "no worker available"}}
+
+    class Handler(BaseHTTPRequestHandler):
+        def _reply(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            data = json.dumps(state["body"]).encode()
+            self.send_response(state["status"])
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_DELETE = _reply
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    yield state, TorchServeClient(url, url, timeout=5)
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_down_torchserve_is_a_retryable_error():
+    url = f"http://127.0.0.1:{closed_port()}"
+    backend = TorchServeBackend(TorchServeClient(url, url, timeout=2), Path("/tmp"))
+    with pytest.raises(BackendError) as err:
+        backend.predict([REF], [{"text": "hello"}])
+    assert isinstance(err.value, TorchServeError)
+    assert err.value.retryable
+    assert "unreachable" in str(err.value)
+
+
+@pytest.mark.parametrize(("status", "retryable"), [(503, True), (429, True), (504, True), (500, False), (400, False)])
+def test_a_failing_torchserve_says_whether_a_retry_can_help(failing_server, status, retryable):
+    state, client = failing_server
+    state["status"] = status
+    with pytest.raises(TorchServeError) as err:
+        client.predict("sentiment-v1", [{"text": "hello"}])
+    assert err.value.retryable is retryable
+    assert err.value.status == status
+
+
+def test_a_malformed_answer_is_not_retryable(failing_server):
+    state, client = failing_server
+    state["status"], state["body"] = 200, {"predictions": []}
+    with pytest.raises(TorchServeError) as err:
+        client.predict("sentiment-v1", [{"text": "hello"}])
+    assert not err.value.retryable
+
+
+def test_ping_on_a_down_server_is_false_not_an_exception():
+    url = f"http://127.0.0.1:{closed_port()}"
+    assert TorchServeClient(url, url).ping() is False

@@ -1,0 +1,114 @@
+"""A real TorchServe: register small models, predict and explain over HTTP, compare with the in-process backend."""
+
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from modelzoo import services
+from modelzoo.serving import reset_backends
+from modelzoo.serving.base import ModelRef
+from modelzoo.serving.inprocess import InProcessBackend
+from modelzoo.serving.torchserve import TorchServeBackend
+from modelzoo.testing import deploy_tiny_ensemble, tiny_artifact
+from modelzoo.torchserve_ctl import LocalTorchServe
+
+pytestmark = pytest.mark.integration
+PASSAGE = "The Eiffel Tower was completed in 1889 and it stands in Paris, France."
+TEXTS = [{"text": "A gentle, funny film that never overstays its welcome."}, {"text": "Dull. Utterly, painfully dull!"}]
+
+
+def free_ports(n: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+@pytest.fixture(scope="session")
+def torchserve(tmp_path_factory):
+    """One TorchServe for the session, logging to a file; stopped at the end whatever happens."""
+    if not shutil.which("java"):
+        pytest.fail("java is not installed; TorchServe needs it")
+    base = tmp_path_factory.mktemp("torchserve")
+    server = LocalTorchServe(base / "run", base / "models" / "torchserve", *free_ports(5))
+    server.start()
+    yield server
+    server.stop()
+    assert not server.client().ping(), "TorchServe is still answering after --stop"
+
+
+@pytest.fixture(scope="session")
+def artifacts(tmp_path_factory):
+    base = tmp_path_factory.mktemp("artifacts")
+    return {
+        "cls": ModelRef(1, "cls", "live-cls", "classification", tiny_artifact(base / "cls", "classification", ["pos", "neg"], 3)),
+        "qa": ModelRef(2, "qa", "live-qa", "qa", tiny_artifact(base / "qa", "qa", seed=4)),
+    }
+
+
+@pytest.fixture(scope="session")
+def ts_backend(torchserve, artifacts):
+    backend = TorchServeBackend(torchserve.client(), torchserve.model_store, batch_size=4, max_batch_delay_ms=5)
+    backend.prepare(list(artifacts.values()))
+    return backend
+
+
+def test_torchserve_and_in_process_give_the_same_class_probabilities(ts_backend, artifacts):
+    ref = artifacts["cls"]
+    [remote], [local] = ts_backend.predict([ref], TEXTS), InProcessBackend().predict([ref], TEXTS)
+    for r, loc in zip(remote, local, strict=True):
+        assert r["label"] == loc["label"]
+        assert r["probs"] == pytest.approx(loc["probs"], abs=1e-5)
+
+
+@pytest.mark.parametrize("method", ["input_x_gradient", "integrated_gradients"])
+def test_torchserve_and_in_process_give_the_same_explanation(ts_backend, artifacts, method):
+    ref = artifacts["cls"]
+    remote = ts_backend.explain(ref, TEXTS[1], method, "neg")
+    local = InProcessBackend().explain(ref, TEXTS[1], method, "neg")
+    assert remote["method"] == method and remote["target"] == "neg"
+    assert [w["word"] for w in remote["words"]] == [w["word"] for w in local["words"]] == ["Dull.", "Utterly,", "painfully", "dull!"]
+    assert [w["score"] for w in remote["words"]] == pytest.approx([w["score"] for w in local["words"]], abs=1e-4)
+
+
+def test_torchserve_and_in_process_give_the_same_qa_span(ts_backend, artifacts):
+    ref, inputs = artifacts["qa"], [{"question": "When was the tower completed?", "context": PASSAGE}]
+    [[remote]], [[local]] = ts_backend.predict([ref], inputs), InProcessBackend().predict([ref], inputs)
+    assert (remote["start"], remote["end"], remote["text"]) == (local["start"], local["end"], local["text"])
+    assert remote["score"] == pytest.approx(local["score"], rel=1e-4)
+    explanation = ts_backend.explain(ref, inputs[0], "input_x_gradient", {"start": remote["start"], "end": remote["end"]})
+    assert len(explanation["words"]) == len(explanation["end_words"]) > 10
+
+
+def test_models_can_be_scaled_and_unregistered_through_the_management_api(ts_backend, torchserve, artifacts):
+    client, name = torchserve.client(), artifacts["cls"].serving_name
+    client.scale(name, 2)
+    assert len(client.describe(name)[0]["workers"]) == 2
+    client.scale(name, 1)
+    assert client.describe(name)[0]["batchSize"] == 4
+
+
+def test_round_verdicts_through_torchserve_match_in_process(db, settings, torchserve, open_round):
+    settings.MODEL_STORE = torchserve.model_store.parent  # archives are built where TorchServe looks for them
+    settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL = torchserve.inference_url, torchserve.management_url
+    settings.MODEL_BACKEND = "torchserve"
+    reset_backends()
+    ensemble = deploy_tiny_ensemble(open_round, members=2)
+    remote = services.predict_for_round(open_round, TEXTS)
+    settings.MODEL_BACKEND = "inprocess"
+    local = services.predict_for_round(open_round, TEXTS)
+    for r, loc in zip(remote, local, strict=True):
+        assert r["ensemble"]["label"] == loc["ensemble"]["label"]
+        assert r["ensemble"]["probs"] == pytest.approx(loc["ensemble"]["probs"], abs=1e-5)
+        assert [w["score"] for w in r["explanation"]["words"]] == pytest.approx([w["score"] for w in loc["explanation"]["words"]], abs=1e-4)
+    settings.MODEL_BACKEND = "torchserve"
+    reset_backends()
+    services.deploy_ensemble(open_round, ensemble.ordered_members()[:1])
+    services.retire(ensemble.ordered_members()[1])  # unregisters it from TorchServe
+    assert not torchserve.client().is_registered(ensemble.ordered_members()[1].serving_name)
+    assert Path(torchserve.model_store, f"{ensemble.ordered_members()[0].serving_name}.mar").is_file()
