@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 
 class Validation(models.Model):
@@ -28,6 +29,59 @@ class Validation(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["example", "validator"], name="one_validation_per_validator"),
         ]
+        indexes = [models.Index(fields=["validator", "created_at"])]
 
     def __str__(self) -> str:
         return f"{self.validator} says {self.verdict} on {self.example_id}"
+
+    @property
+    def is_override(self) -> bool:
+        return self.mode != self.Mode.CROWD
+
+
+class QueueItem(models.Model):
+    """Queue state of one example: derived, written by validation.queue in the same transaction as each vote.
+
+    `fooled` mirrors the example's verdict once it is scored (null while scoring is pending) so that the
+    queue order (fooled first, fewest votes, oldest) is one index scan. Every claim re-checks the example
+    itself, so a stale mirror can delay an item but never hand out a wrong one.
+    """
+
+    example = models.OneToOneField(
+        "annotation.Example", on_delete=models.CASCADE, primary_key=True, related_name="queue_item"
+    )
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="+")
+    round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="+")
+    fooled = models.BooleanField(null=True, blank=True)
+    votes = models.PositiveSmallIntegerField(default=0, help_text="crowd votes so far")
+    needed = models.PositiveSmallIntegerField(default=1, help_text="fewest further votes that could decide")
+    open = models.BooleanField(default=True, help_text="still waits for crowd votes")
+
+    class Meta:
+        indexes = [
+            # The queue order: fooled first, then fewest votes, then oldest (ids grow with time).
+            models.Index(fields=["task", "-fooled", "votes", "example"], name="queue_order", condition=Q(open=True)),
+            models.Index(
+                fields=["round", "-fooled", "votes", "example"], name="queue_order_round", condition=Q(open=True)
+            ),
+            models.Index(fields=["task", "example"], name="queue_unscored", condition=Q(open=True, fooled__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return f"queue {self.example_id}: {self.votes} votes, {'open' if self.open else 'closed'}"
+
+
+class Lease(models.Model):
+    """A validator's short hold on an example, so that no more validators see it than votes it needs."""
+
+    example = models.ForeignKey("annotation.Example", on_delete=models.CASCADE, related_name="leases")
+    validator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="leases")
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["example", "validator"], name="one_lease_per_validator")]
+        indexes = [models.Index(fields=["validator", "expires_at"]), models.Index(fields=["expires_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.validator} holds {self.example_id} until {self.expires_at:%H:%M:%S}"

@@ -1,0 +1,151 @@
+// The validation page: one key per verdict (1 correct, 2 incorrect, 3 flag); each vote saves and loads the next item.
+(() => {
+  "use strict";
+  const app = document.getElementById("validate-app");
+  if (!app) return;
+  const csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const $ = (id) => document.getElementById(id);
+  const state = { item: null, mode: "idle", busy: false, done: 0 };
+
+  async function call(url, options = {}) {
+    const response = await fetch(url, {
+      credentials: "same-origin",
+      ...options,
+      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, Accept: "application/json" },
+    });
+    const body = await response.json().catch(() => ({}));
+    return { ok: response.ok, status: response.status, body };
+  }
+
+  function text(value) {
+    if (value === null || value === undefined) return "—";
+    return typeof value === "object" ? (value.text ?? JSON.stringify(value)) : String(value);
+  }
+
+  function field(name, value, cls) {
+    const wrap = document.createElement("div");
+    const head = document.createElement("h3");
+    head.textContent = name.charAt(0).toUpperCase() + name.slice(1);
+    const body = document.createElement("p");
+    body.className = cls;
+    body.textContent = text(value);
+    wrap.append(head, body);
+    return wrap;
+  }
+
+  function modelVerdict(model) {
+    const predicted = model.prediction ? text(model.prediction.label ?? model.prediction) : "—";
+    const fooled = model.fooled === true ? "fooled" : model.fooled === false ? "not fooled" : "not scored";
+    return `${predicted} (${fooled})`;
+  }
+
+  function show(item) {
+    state.item = item;
+    setMode("idle");
+    $("item-id").textContent = `#${item.id}`;
+    $("item-round").textContent = `Round ${item.round}`;
+    $("item-context").replaceChildren(...Object.entries(item.context).map(([k, v]) => field(k, v, "context-text")));
+    $("item-input").replaceChildren(...Object.entries(item.input).map(([k, v]) => field(k, v, "")));
+    $("writer-label").textContent = text(item.writer_label);
+    $("model-verdict").textContent = modelVerdict(item.model);
+    buildLabelChoices(item);
+    $("status").hidden = true;
+    $("item").hidden = false;
+    $("vote-correct").focus();
+  }
+
+  function buildLabelChoices(item) {
+    const choices = (item.labels || []).filter((l) => l !== item.writer_label);
+    $("answer-row").hidden = Boolean(item.labels);
+    $("label-choices").replaceChildren(...choices.map((label, i) => {
+      const key = String.fromCharCode(97 + i);
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "secondary";
+      button.dataset.label = label;
+      button.dataset.key = key;
+      button.innerHTML = `<kbd>${key}</kbd> `;
+      button.append(label);
+      button.addEventListener("click", () => vote("incorrect", label));
+      return button;
+    }));
+  }
+
+  function empty(body) {
+    state.item = null;
+    $("item").hidden = true;
+    $("status").hidden = false;
+    $("status").dataset.reason = body.reason || "";
+    $("status").textContent = body.detail || "Nothing to validate right now.";
+  }
+
+  async function next() {
+    const { ok, body } = await call(app.dataset.nextUrl);
+    if (!ok) return empty({ detail: body.detail || "Could not load the next example." });
+    return body.item ? show(body.item) : empty(body);
+  }
+
+  function setMode(mode) {
+    state.mode = mode;
+    $("label-panel").hidden = mode !== "label";
+    $("reason-panel").hidden = mode !== "reason";
+    $("vote-error").textContent = "";
+    if (mode === "reason") { $("reason-input").value = ""; $("reason-input").focus(); }
+    if (mode === "label" && state.item && !state.item.labels) { $("answer-input").value = ""; $("answer-input").focus(); }
+  }
+
+  function answerLabel(answer) {
+    const passage = String(Object.values(state.item.context)[0] || "");
+    return { text: answer, start: Math.max(passage.indexOf(answer.trim()), 0) };
+  }
+
+  async function vote(verdict, label, reason) {
+    if (!state.item || state.busy) return;
+    state.busy = true;
+    const payload = { verdict };
+    if (label !== undefined) payload.label = label;
+    if (reason !== undefined) payload.reason = reason;
+    try {
+      const { ok, status, body } = await call(state.item.validate_url, { method: "POST", body: JSON.stringify(payload) });
+      if (ok) {
+        state.done += 1;
+        $("done-count").textContent = String(state.done);
+        await next();
+      } else if (status === 409) {
+        await next(); // decided or held by others meanwhile: move on
+      } else {
+        $("vote-error").textContent = body.detail || `Not saved (${status}).`;
+      }
+    } finally {
+      state.busy = false;
+    }
+  }
+
+  function onKey(event) {
+    if (!state.item || event.ctrlKey || event.metaKey || event.altKey) return;
+    const typing = event.target.matches("input, textarea");
+    if (event.key === "Escape") { setMode("idle"); $("vote-correct").focus(); return; }
+    if (typing) {
+      if (event.key !== "Enter") return;
+      event.preventDefault();
+      const value = event.target.value.trim();
+      if (!value) { $("vote-error").textContent = "Type something first, or press Esc."; return; }
+      if (state.mode === "reason") vote("flagged", undefined, value);
+      else if (state.mode === "label") vote("incorrect", answerLabel(value));
+      return;
+    }
+    if (state.mode === "label") {
+      const choice = $("label-choices").querySelector(`[data-key="${event.key}"]`);
+      if (choice) { event.preventDefault(); vote("incorrect", choice.dataset.label); }
+      return;
+    }
+    const action = { 1: () => vote("correct"), 2: () => setMode("label"), 3: () => setMode("reason") }[event.key];
+    if (action) { event.preventDefault(); action(); }
+  }
+
+  $("vote-correct").addEventListener("click", () => vote("correct"));
+  $("vote-incorrect").addEventListener("click", () => setMode("label"));
+  $("vote-flagged").addEventListener("click", () => setMode("reason"));
+  document.addEventListener("keydown", onKey);
+  next();
+})();

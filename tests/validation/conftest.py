@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from tasks import roles
+from tests.factories import ExampleFactory, UserFactory
+
+
+def pytest_collection_modifyitems(config, items):
+    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL=postgres://...)")
+    if connection.vendor != "postgresql":
+        for item in items:
+            if "postgres" in item.keywords:
+                item.add_marker(skip)
+
+
+def set_validation(task, **rule) -> None:
+    task.config = {**task.config, "validation": {**task.config.get("validation", {}), **rule}}
+    task.save()
+
+
+@pytest.fixture
+def make_validator(db):
+    def make(name: str):
+        user = UserFactory(username=name)
+        roles.grant(user, roles.VALIDATOR)
+        return user
+
+    return make
+
+
+@pytest.fixture
+def example(open_round):
+    return ExampleFactory(round=open_round)

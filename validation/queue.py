@@ -1,0 +1,257 @@
+"""The validation queue: which example a validator gets next, and why there is none.
+
+The rules, in one place:
+- never the validator's own example, never one they already validated, never a retracted one;
+- only examples in the task's scope (fooling examples, or all scored ones) whose consensus is open;
+- order: fooled first, then fewest crowd votes so far, then oldest;
+- a claim leases the example to the validator for `lease_seconds`; an example is leased to no more
+  validators than the votes it still needs, so two people are never shown an item that needs one vote;
+- claiming locks the queue row with SELECT ... FOR UPDATE SKIP LOCKED (PostgreSQL), so concurrent
+  claimers pass each other instead of waiting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from annotation.models import Example
+from tasks.kinds.base import ValidationSettings
+from tasks.models import Round, Task
+from validation import consensus
+from validation.models import Lease, QueueItem, Validation
+
+BATCH = 10
+MAX_PASSES = 4
+
+NOTHING_WRITTEN = "nothing_written"
+ROUND_CLOSED = "round_closed"
+ALL_VALIDATED = "all_validated"
+ONLY_OWN = "only_own"
+ALREADY_VOTED = "already_voted"
+ALL_LEASED = "all_leased"
+
+REASONS = {
+    NOTHING_WRITTEN: "Nothing to validate has been written yet (or it is still being scored).",
+    ROUND_CLOSED: "The round is closed, and this task does not validate examples of closed rounds.",
+    ALL_VALIDATED: "Everything has been validated. Thank you!",
+    ONLY_OWN: "Only your own examples are left, and nobody validates their own examples.",
+    ALREADY_VOTED: "You have validated every example that is left; the rest need votes from other validators.",
+    ALL_LEASED: "Every example left is being validated by someone else right now; try again in a minute.",
+}
+
+
+@dataclass(frozen=True)
+class Claim:
+    example: Example | None
+    expires_at: datetime | None = None
+    reason: str | None = None
+
+    @property
+    def detail(self) -> str | None:
+        return REASONS.get(self.reason) if self.reason else None
+
+
+def claim_next(task: Task, user, now: datetime | None = None) -> Claim:
+    """Lease the next example to `user`, or say why there is none."""
+    now = now or timezone.now()
+    rule = task.settings.validation
+    refresh_unscored(task)
+    held = current_lease(task, user, rule, now)
+    if held is not None:
+        return held
+    tried: set[int] = set()
+    for _ in range(MAX_PASSES):
+        ids = candidates(task, user, rule, now, exclude=tried)
+        if not ids:
+            break
+        for example_id in ids:
+            expires = try_claim(example_id, user, rule, now)
+            if expires is not None:
+                return Claim(Example.objects.select_related("round", "context").get(pk=example_id), expires)
+        tried.update(ids)
+    return Claim(None, reason=empty_reason(task, user, rule))
+
+
+def scope_filter(rule: ValidationSettings) -> Q:
+    return Q(fooled=True) if rule.scope == "fooling" else Q(fooled__isnull=False)
+
+
+def open_items(task: Task, rule: ValidationSettings) -> QuerySet[QueueItem]:
+    items = QueueItem.objects.filter(Q(task=task, open=True) & scope_filter(rule))
+    if not rule.continue_after_close:
+        items = items.filter(round__status=Round.Status.OPEN)
+    return items
+
+
+def held_by_others(user, now: datetime) -> Subquery:
+    leases = (
+        Lease.objects.filter(example=OuterRef("example"), expires_at__gt=now)
+        .exclude(validator=user)
+        .order_by()
+        .values("example")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
+    return Coalesce(Subquery(leases), Value(0))
+
+
+def candidates(task: Task, user, rule: ValidationSettings, now: datetime, exclude: set[int]) -> list[int]:
+    """Up to BATCH example ids in queue order; stale queue rows met on the way are repaired."""
+    rows = list(
+        open_items(task, rule)
+        .exclude(example__author=user)
+        .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
+        .exclude(example__in=exclude)
+        .annotate(held=held_by_others(user, now))
+        .filter(held__lt=F("needed"))
+        .order_by(F("fooled").desc(), "votes", "example")
+        .values_list("example", "example__retracted", "example__consensus")[:BATCH]
+    )
+    stale = [pk for pk, retracted, state in rows if retracted or state != Example.Consensus.UNVALIDATED]
+    if stale:
+        sync_examples(stale)
+    return [pk for pk, *_ in rows if pk not in stale]
+
+
+def try_claim(example_id: int, user, rule: ValidationSettings, now: datetime) -> datetime | None:
+    """Lease one example under its row lock; None when someone holds the lock or it filled up meanwhile."""
+    with transaction.atomic():
+        item = QueueItem.objects.select_for_update(skip_locked=True).filter(pk=example_id, open=True).first()
+        if item is None or not has_room(item, user, now):
+            return None
+        if Validation.objects.filter(example_id=example_id, validator=user).exists():
+            return None
+        expires = now + timedelta(seconds=rule.lease_seconds)
+        Lease.objects.update_or_create(example_id=example_id, validator=user, defaults={"expires_at": expires})
+        return expires
+
+
+def has_room(item: QueueItem, user, now: datetime) -> bool:
+    """Whether fewer validators than the votes still needed hold a lease on the item (checked under its lock)."""
+    others = Lease.objects.filter(example_id=item.pk, expires_at__gt=now).exclude(validator=user).count()
+    return others < item.needed
+
+
+def current_lease(task: Task, user, rule: ValidationSettings, now: datetime) -> Claim | None:
+    """The item `user` already holds (a reload shows the same item instead of taking another)."""
+    lease = (
+        Lease.objects.filter(validator=user, expires_at__gt=now, example__round__task=task)
+        .filter(Exists(open_items(task, rule).filter(example=OuterRef("example"))))
+        .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
+        .filter(example__retracted=False)
+        .order_by("created_at")
+        .first()
+    )
+    if lease is None:
+        return None
+    lease.expires_at = now + timedelta(seconds=rule.lease_seconds)
+    lease.save(update_fields=["expires_at"])
+    return Claim(Example.objects.select_related("round", "context").get(pk=lease.example_id), lease.expires_at)
+
+
+def release(example_id: int, user) -> None:
+    Lease.objects.filter(example_id=example_id, validator=user).delete()
+
+
+def purge_expired(now: datetime | None = None) -> int:
+    return Lease.objects.filter(expires_at__lte=now or timezone.now()).delete()[0]
+
+
+def empty_reason(task: Task, user, rule: ValidationSettings) -> str:
+    """Why `claim_next` found nothing for `user` (only computed when the queue is empty)."""
+    scope = Q(fooled=True) if rule.scope == "fooling" else Q()
+    written = Example.objects.filter(scope, round__task=task, retracted=False).exclude(
+        scoring_state=Example.Scoring.PENDING
+    )
+    if not written.exists():
+        return NOTHING_WRITTEN
+    waiting = written.filter(consensus=Example.Consensus.UNVALIDATED)
+    if not rule.continue_after_close:
+        if waiting.exists() and not task.rounds.filter(status=Round.Status.OPEN).exists():
+            return ROUND_CLOSED
+        waiting = waiting.filter(round__status=Round.Status.OPEN)
+    if not waiting.exists():
+        return ALL_VALIDATED
+    others = waiting.exclude(author=user)
+    if not others.exists():
+        return ONLY_OWN
+    if not others.exclude(Exists(Validation.objects.filter(example=OuterRef("pk"), validator=user))).exists():
+        return ALREADY_VOTED
+    return ALL_LEASED
+
+
+# --- keeping the queue rows in step with the examples ---------------------------------------------
+
+
+def refresh_unscored(task: Task, limit: int = 500) -> None:
+    """Copy the verdict of examples scored since their queue row was written (scoring uses update())."""
+    ids = QueueItem.objects.filter(task=task, open=True, fooled__isnull=True).values_list("example", flat=True)
+    scored = Example.objects.filter(pk__in=list(ids[:limit])).exclude(scoring_state=Example.Scoring.PENDING)
+    for fooled in (True, False):
+        pks = [pk for pk, f in scored.values_list("pk", "fooled") if bool(f) is fooled]
+        if pks:
+            QueueItem.objects.filter(pk__in=pks).update(fooled=fooled)
+
+
+def item_state(example: Example, votes: list[consensus.Vote], rule: ValidationSettings) -> QueueItem:
+    decision = consensus.decide(votes, rule, example.target)
+    return QueueItem(
+        example_id=example.pk,
+        task_id=example.round.task_id,
+        round_id=example.round_id,
+        fooled=None if example.scoring_state == Example.Scoring.PENDING else bool(example.fooled),
+        votes=sum(1 for v in votes if not v.override),
+        needed=decision.needed,
+        open=decision.open and example.consensus == Example.Consensus.UNVALIDATED and not example.retracted,
+    )
+
+
+def votes_of(example_id: int) -> list[consensus.Vote]:
+    rows = Validation.objects.filter(example_id=example_id).order_by("id").values_list("verdict", "label", "mode")
+    return [consensus.Vote(v, label, mode != Validation.Mode.CROWD) for v, label, mode in rows]
+
+
+def sync_examples(example_ids: list[int] | QuerySet) -> int:
+    """Rewrite the queue rows of these examples from the examples and their votes (idempotent)."""
+    examples = Example.objects.filter(pk__in=example_ids).select_related("round__task")
+    rows = [item_state(e, votes_of(e.pk), e.round.task.settings.validation) for e in examples]
+    QueueItem.objects.bulk_create(
+        rows, update_conflicts=True, unique_fields=["example"],
+        update_fields=["task", "round", "fooled", "votes", "needed", "open"],
+    )
+    return len(rows)
+
+
+def sync_queue(task: Task | None = None, chunk: int = 2000) -> int:
+    """Repair every queue row (of one task, or all): after bulk imports, and as a periodic safety net."""
+    examples = Example.objects.order_by("pk").values_list("pk", flat=True)
+    if task is not None:
+        examples = examples.filter(round__task=task)
+    done, ids = 0, list(examples)
+    for start in range(0, len(ids), chunk):
+        done += sync_examples(ids[start : start + chunk])
+    return done
+
+
+def on_example_saved(example: Example, created: bool) -> None:
+    """Signal hook: give a new example its queue row; refresh it on later saves."""
+    try:
+        with transaction.atomic():
+            if created:
+                QueueItem.objects.create(**_fresh_row(example))
+            else:
+                sync_examples([example.pk])
+    except IntegrityError:  # a row already exists (e.g. a re-run import): rewrite it
+        sync_examples([example.pk])
+
+
+def _fresh_row(example: Example) -> dict:
+    rule = example.round.task.settings.validation
+    state = item_state(example, [], rule)
+    return {f: getattr(state, f) for f in ("example_id", "task_id", "round_id", "fooled", "votes", "needed", "open")}

@@ -1,0 +1,167 @@
+"""Use cases of validation: cast a vote (crowd or override) and keep the consensus in step.
+
+The consensus is derived state: every vote recomputes it from all votes of the example, and the
+example's `consensus` / `validated_label` and its queue row are written in the same transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.models import Example
+from tasks import roles
+from tasks.kinds import InputError
+from tasks.kinds.base import clean_text
+from tasks.models import Round, Task
+from validation import consensus, queue
+from validation.models import Lease, QueueItem, Validation
+
+MAX_REASON_CHARS = 1000
+VERDICTS = [choice.value for choice in Validation.Verdict]
+
+
+class VoteError(Exception):
+    """A vote the rules refuse: `status` 403 (not allowed for this user) or 409 (not in this state)."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+@dataclass(frozen=True)
+class CleanVote:
+    verdict: str
+    label: Any
+    reason: str
+
+
+@dataclass(frozen=True)
+class VoteResult:
+    validation: Validation
+    decision: consensus.Decision
+
+
+def vote_mode(user, task: Task) -> str:
+    if roles.has_role(user, roles.OWNER, task):
+        return Validation.Mode.OWNER
+    if roles.has_role(user, roles.EXPERT, task):
+        return Validation.Mode.EXPERT
+    return Validation.Mode.CROWD
+
+
+def context_payload(example: Example) -> dict:
+    return example.context.payload if example.context_id else {}
+
+
+def clean_vote(example: Example, verdict: Any, label: Any = None, reason: Any = None) -> CleanVote:
+    """Check a vote's input against the rules and the task kind (InputError names the bad field)."""
+    if verdict not in VERDICTS:
+        raise InputError("verdict", f"must be one of: {', '.join(VERDICTS)}")
+    text = "" if reason in (None, "") else clean_text("reason", reason, MAX_REASON_CHARS)
+    if verdict == consensus.FLAGGED and not text:
+        raise InputError("reason", "is required when flagging: say why the example is unusable")
+    if verdict != consensus.INCORRECT:
+        if label is not None:
+            raise InputError("label", "give a corrected label only with the verdict 'incorrect'")
+        return CleanVote(verdict, None, text)
+    return CleanVote(verdict, corrected_label(example, label), text)
+
+
+def corrected_label(example: Example, label: Any) -> Any:
+    if label is None:
+        raise InputError("label", "is required with the verdict 'incorrect': give the right label")
+    task = example.round.task
+    try:
+        cleaned = task.kind_impl.clean_target(task.settings, context_payload(example), label)
+    except InputError as exc:
+        raise InputError(exc.field.replace("target", "label", 1), exc.message) from None
+    if cleaned == example.target:
+        raise InputError("label", "is the writer's own label; use the verdict 'correct' instead")
+    return cleaned
+
+
+def check_allowed(user, example: Example) -> str:
+    """The vote mode for `user` on `example`, or VoteError(403)."""
+    task = example.round.task
+    if not roles.has_role(user, roles.VALIDATOR, task):
+        raise VoteError(403, "not_validator", "Only validators may validate examples.")
+    if example.author_id == user.pk:
+        raise VoteError(403, "own_example", "You cannot validate your own example.")
+    return vote_mode(user, task)
+
+
+def submit_vote(user, example: Example, verdict: Any, label: Any = None, reason: Any = None) -> VoteResult:
+    """Record `user`'s vote on `example` and recompute its consensus, all in one transaction."""
+    mode = check_allowed(user, example)
+    vote = clean_vote(example, verdict, label, reason)
+    ensure_queue_item(example)
+    try:
+        with transaction.atomic():
+            return _vote_locked(user, example.pk, vote, mode)
+    except IntegrityError:  # the same validator's second request raced the first
+        raise VoteError(409, "already_validated", "You have already validated this example.") from None
+
+
+def _vote_locked(user, example_id: int, vote: CleanVote, mode: str) -> VoteResult:
+    item = QueueItem.objects.select_for_update().get(pk=example_id)
+    example = Example.objects.select_related("round__task").get(pk=example_id)
+    rule = example.round.task.settings.validation
+    if mode == Validation.Mode.CROWD:
+        check_crowd_vote(user, example, item, rule)
+    else:
+        check_override(example)
+        Validation.objects.filter(example=example, validator=user).delete()  # an override may be revised
+    validation = Validation.objects.create(
+        example=example, validator=user, verdict=vote.verdict, label=vote.label, reason=vote.reason, mode=mode
+    )
+    queue.release(example_id, user)
+    return VoteResult(validation, apply_consensus(example, rule))
+
+
+def check_crowd_vote(user, example: Example, item: QueueItem, rule) -> None:
+    """The state rules for a crowd vote (409 when the example is not open to this vote)."""
+    check_override(example)
+    if example.scoring_state == Example.Scoring.PENDING:
+        raise VoteError(409, "not_scored", "This example is still being scored; try again shortly.")
+    if rule.scope == "fooling" and not example.fooled:
+        raise VoteError(409, "out_of_scope", "This task validates only examples that fooled the model.")
+    if example.consensus != Example.Consensus.UNVALIDATED:
+        state = example.get_consensus_display().lower()
+        raise VoteError(409, "decided", f"This example is already decided ({state}); it takes no more votes.")
+    if not rule.continue_after_close and example.round.status != Round.Status.OPEN:
+        raise VoteError(409, "round_closed", "The example's round is closed; this task takes no more votes on it.")
+    if Validation.objects.filter(example=example, validator=user).exists():
+        raise VoteError(409, "already_validated", "You have already validated this example.")
+    if not holds_lease(user, example.pk) and not queue.has_room(item, user, timezone.now()):
+        raise VoteError(409, "reserved", "Other validators hold this example; ask for the next item instead.")
+
+
+def check_override(example: Example) -> None:
+    if example.retracted:
+        raise VoteError(409, "retracted", "The writer retracted this example; it is not validated.")
+
+
+def holds_lease(user, example_id: int) -> bool:
+    return Lease.objects.filter(example_id=example_id, validator=user, expires_at__gt=timezone.now()).exists()
+
+
+def apply_consensus(example: Example, rule) -> consensus.Decision:
+    """Recompute the example's consensus from all its votes; write it and the queue row."""
+    votes = queue.votes_of(example.pk)
+    decision = consensus.decide(votes, rule, example.target)
+    Example.objects.filter(pk=example.pk).update(
+        consensus=decision.state, validated_label=decision.label, updated_at=timezone.now()
+    )
+    example.consensus, example.validated_label = decision.state, decision.label
+    state = queue.item_state(example, votes, rule)
+    QueueItem.objects.filter(pk=example.pk).update(votes=state.votes, needed=state.needed, open=state.open)
+    return decision
+
+
+def ensure_queue_item(example: Example) -> None:
+    if not QueueItem.objects.filter(pk=example.pk).exists():
+        queue.sync_examples([example.pk])

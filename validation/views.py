@@ -1,0 +1,99 @@
+"""Pages of validation: the keyboard-first validation page, the expert page and the figures page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Exists, OuterRef, Prefetch, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation.models import Example
+from tasks import roles
+from tasks.kinds import InputError
+from tasks.models import Task
+from validation import services, stats
+from validation.models import Validation
+
+SHOW = {"all": ["disputed", "flagged"], "disagreements": ["disputed"], "flags": ["flagged"]}
+
+
+def task_for(request: HttpRequest, slug: str, role: str) -> Task:
+    task = get_object_or_404(Task.objects.visible_to(request.user).filter(active=True), slug=slug)
+    if not roles.has_role(request.user, role, task):
+        raise PermissionDenied(f"You need the {role} role on this task.")
+    return task
+
+
+@login_required
+def validate(request: HttpRequest, slug: str) -> HttpResponse:
+    task = task_for(request, slug, roles.VALIDATOR)
+    return render(request, "validation/validate.html", {"task": task, "settings": task.settings,
+                                                        "rule": task.settings.validation})
+
+
+def review_queryset(task: Task, params: dict[str, str]) -> QuerySet[Example]:
+    """Disputed and flagged examples of a task, filtered by the expert page's parameters."""
+    states = SHOW.get(params.get("show", "all"), SHOW["all"])
+    overridden = Validation.objects.filter(example=OuterRef("pk")).exclude(mode=Validation.Mode.CROWD)
+    examples = Example.objects.filter(round__task=task, retracted=False, consensus__in=states)
+    examples = examples.annotate(resolved=Exists(overridden))
+    if params.get("resolved") != "1":
+        examples = examples.filter(resolved=False)
+    if params.get("round", "").isdigit():
+        examples = examples.filter(round__number=int(params["round"]))
+    votes = Prefetch("validations", Validation.objects.select_related("validator").order_by("id"))
+    return examples.select_related("round", "context", "author").prefetch_related(votes).order_by("id")
+
+
+@login_required
+def expert(request: HttpRequest, slug: str) -> HttpResponse:
+    task = task_for(request, slug, roles.EXPERT)
+    params = {k: request.GET.get(k, "") for k in ("show", "round", "resolved")}
+    examples = list(review_queryset(task, params)[:200])
+    return render(request, "validation/expert.html", {
+        "task": task, "settings": task.settings, "examples": examples, "params": params,
+        "labels": getattr(task.settings, "labels", None), "rounds": task.rounds.order_by("number"),
+    })
+
+
+def form_label(task: Task, example: Example, raw: str) -> Any:
+    """A label typed into a form: a class name, or for QA the answer text (its offset is found in the passage)."""
+    if not raw:
+        return None
+    if task.kind_impl.head != "qa":
+        return raw
+    passage = services.context_payload(example).get(task.settings.context_fields[0], "")
+    return {"text": raw, "start": max(str(passage).find(raw.strip()), 0)}
+
+
+@login_required
+@require_POST
+def resolve(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    task = task_for(request, slug, roles.EXPERT)
+    example = get_object_or_404(Example.objects.select_related("round__task", "context"), pk=pk, round__task=task)
+    verdict = request.POST.get("verdict")
+    label = form_label(task, example, request.POST.get("label", "")) if verdict == "incorrect" else None
+    try:
+        result = services.submit_vote(request.user, example, verdict, label, request.POST.get("reason"))
+    except InputError as exc:
+        messages.error(request, f"Example {pk} not resolved: {exc.field}: {exc.message}")
+    except services.VoteError as exc:
+        messages.error(request, f"Example {pk} not resolved: {exc.message}")
+    else:
+        messages.success(request, f"Example {pk} is now {result.decision.state}.")
+    return redirect(reverse("validation-expert", args=[slug]) + _query(request.POST.get("next", "")))
+
+
+def _query(raw: str) -> str:
+    return raw if raw.startswith("?") else ""
+
+
+def figures(request: HttpRequest, slug: str) -> HttpResponse:
+    task = get_object_or_404(Task.objects.visible_to(request.user).filter(active=True), slug=slug)
+    return render(request, "validation/stats.html", {"task": task, "stats": stats.task_stats(task)})
