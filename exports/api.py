@@ -19,7 +19,8 @@ from exports.models import DatasetSnapshot, ReadOnlyToken
 from exports.serializers import PublishSerializer, SnapshotSerializer, TokenSerializer
 from tasks.models import Task
 
-AUTHENTICATION = [SessionAuthentication, TokenAuthentication, ReadOnlyTokenAuthentication]
+# Read-only tokens first: their 401 answers carry "WWW-Authenticate: Bearer".
+AUTHENTICATION = [ReadOnlyTokenAuthentication, SessionAuthentication, TokenAuthentication]
 
 
 class BadDatasetRequest(APIException):

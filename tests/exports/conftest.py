@@ -6,8 +6,16 @@ from annotation.models import Example
 from tests.factories import ExampleFactory, UserFactory, ValidationFactory
 
 PREDICTIONS = [
-    {"model_version": 1, "name": "r1-a", "prediction": {"label": "negative", "probs": {"positive": 0.2, "negative": 0.8}}},
-    {"model_version": 1, "name": "r1-b", "prediction": {"label": "negative", "probs": {"positive": 0.4, "negative": 0.6}}},
+    {
+        "model_version": 1,
+        "name": "r1-a",
+        "prediction": {"label": "negative", "probs": {"positive": 0.2, "negative": 0.8}},
+    },
+    {
+        "model_version": 1,
+        "name": "r1-b",
+        "prediction": {"label": "negative", "probs": {"positive": 0.4, "negative": 0.6}},
+    },
 ]
 
 
@@ -41,7 +49,9 @@ def mixed_round(open_round):
     """A round with every kind of example: verified fooling, unverified, not fooled, rejected, flagged."""
     writer = UserFactory(username="writer", email="writer@example.org")
     made = {
-        "verified": [make_example(open_round, consensus="verified", author=writer, validated_label="positive") for _ in range(30)],
+        "verified": [
+            make_example(open_round, consensus="verified", author=writer, validated_label="positive") for _ in range(30)
+        ],
         "unverified": [make_example(open_round, author=writer) for _ in range(10)],
         "not_fooled": [make_example(open_round, fooled=False) for _ in range(5)],
         "rejected": [make_example(open_round, consensus="rejected") for _ in range(2)],
@@ -52,3 +62,10 @@ def mixed_round(open_round):
         vote(example, "correct", "correct", "incorrect")
     vote(made["rejected"][0], "incorrect", "incorrect")
     return made
+
+
+@pytest.fixture
+def owner_user(open_round):
+    user = UserFactory(username="task-owner")
+    open_round.task.owners.add(user)
+    return user
