@@ -20,6 +20,31 @@ def _fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(scope="session")
+def tiny_store(tmp_path_factory):
+    """One model store for the session: tiny artifacts are built once per task slug and reused."""
+    return tmp_path_factory.mktemp("annotation-models")
+
+
+@pytest.fixture(autouse=True)
+def _in_process_models(settings, tiny_store):
+    from modelzoo.serving import reset_backends
+
+    settings.MODEL_STORE = tiny_store
+    settings.MODEL_BACKEND = "inprocess"
+    reset_backends()
+    yield
+    reset_backends()
+
+
+@pytest.fixture
+def deploy():
+    """Deploy a real tiny ensemble (two untrained models, in process) for a round."""
+    from modelzoo.testing import deploy_tiny_ensemble
+
+    return lambda round, members=2: deploy_tiny_ensemble(round, members=members)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_throttles():
     """Throttle counters live in the cache; every test starts with none."""
