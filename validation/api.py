@@ -109,7 +109,7 @@ class VoteView(APIView):
             )
         except services.VoteError as exc:
             raise VoteRefused(exc) from None
-        return Response(vote_payload(result.validation, example), status=status.HTTP_201_CREATED)
+        return Response(vote_payload(result.validation, result.decision), status=status.HTTP_201_CREATED)
 
 
 class TaskStatsView(APIView):

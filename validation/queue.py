@@ -123,7 +123,7 @@ def try_claim(example_id: int, user, rule: ValidationSettings, now: datetime) ->
     """Lease one example under its row lock; None when someone holds the lock or it filled up meanwhile."""
     with transaction.atomic():
         item = QueueItem.objects.select_for_update(skip_locked=True).filter(pk=example_id, open=True).first()
-        if item is None or not has_room(item, user, now):
+        if item is None or not has_room(item, user, rule, now):
             return None
         if Validation.objects.filter(example_id=example_id, validator=user).exists():
             return None
@@ -132,10 +132,14 @@ def try_claim(example_id: int, user, rule: ValidationSettings, now: datetime) ->
         return expires
 
 
-def has_room(item: QueueItem, user, now: datetime) -> bool:
-    """Whether fewer validators than the votes still needed hold a lease on the item (checked under its lock)."""
+def has_room(item: QueueItem, user, rule: ValidationSettings, now: datetime) -> bool:
+    """Whether fewer validators than the votes still needed hold a lease on the item (checked under its lock).
+
+    The votes still needed are recomputed from the votes, so a changed task setting takes effect at once.
+    """
+    needed = consensus.decide(votes_of(item.pk), rule, None).needed
     others = Lease.objects.filter(example_id=item.pk, expires_at__gt=now).exclude(validator=user).count()
-    return others < item.needed
+    return others < needed
 
 
 def current_lease(task: Task, user, rule: ValidationSettings, now: datetime) -> Claim | None:

@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from annotation.models import Example
 from tasks.models import Task
+from validation.consensus import Decision
 from validation.models import Validation
 
 
@@ -135,14 +136,14 @@ def item_payload(example: Example, expires_at, validate_url: str) -> dict[str, A
     }
 
 
-def vote_payload(validation: Validation, example: Example) -> dict[str, Any]:
+def vote_payload(validation: Validation, decision: Decision) -> dict[str, Any]:
     return {
         "id": validation.pk,
-        "example": example.pk,
+        "example": validation.example_id,
         "verdict": validation.verdict,
         "label": validation.label,
         "reason": validation.reason,
         "mode": validation.mode,
-        "consensus": example.consensus,
-        "validated_label": example.validated_label,
+        "consensus": decision.state,
+        "validated_label": decision.label,
     }

@@ -61,7 +61,8 @@ def clean_vote(example: Example, verdict: Any, label: Any = None, reason: Any = 
     """Check a vote's input against the rules and the task kind (InputError names the bad field)."""
     if verdict not in VERDICTS:
         raise InputError("verdict", f"must be one of: {', '.join(VERDICTS)}")
-    text = "" if reason in (None, "") else clean_text("reason", reason, MAX_REASON_CHARS)
+    blank = reason is None or (isinstance(reason, str) and not reason.strip())
+    text = "" if blank else clean_text("reason", reason, MAX_REASON_CHARS)
     if verdict == consensus.FLAGGED and not text:
         raise InputError("reason", "is required when flagging: say why the example is unusable")
     if verdict != consensus.INCORRECT:
@@ -136,7 +137,7 @@ def check_crowd_vote(user, example: Example, item: QueueItem, rule) -> None:
         raise VoteError(409, "round_closed", "The example's round is closed; this task takes no more votes on it.")
     if Validation.objects.filter(example=example, validator=user).exists():
         raise VoteError(409, "already_validated", "You have already validated this example.")
-    if not holds_lease(user, example.pk) and not queue.has_room(item, user, timezone.now()):
+    if not holds_lease(user, example.pk) and not queue.has_room(item, user, rule, timezone.now()):
         raise VoteError(409, "reserved", "Other validators hold this example; ask for the next item instead.")
 
 

@@ -19,18 +19,26 @@ from validation.models import Validation
 C = Example.Consensus
 
 
+def counts() -> dict[str, Count]:
+    """The per-state counts behind every figure (prefixed: aggregate names may not shadow fields)."""
+    return {
+        "n_collected": Count("id"),
+        "n_fooled": Count("id", filter=Q(fooled=True)),
+        "n_verified": Count("id", filter=Q(consensus=C.VERIFIED)),
+        "n_verified_fooled": Count("id", filter=Q(fooled=True, consensus=C.VERIFIED)),
+        "n_rejected": Count("id", filter=Q(consensus=C.REJECTED)),
+        "n_flagged": Count("id", filter=Q(consensus=C.FLAGGED)),
+        "n_disputed": Count("id", filter=Q(consensus=C.DISPUTED)),
+    }
+
+
+def unprefix(row: dict[str, Any]) -> dict[str, Any]:
+    return {key.removeprefix("n_"): value for key, value in row.items()}
+
+
 def figures(examples: QuerySet[Example]) -> dict[str, Any]:
     """MER, vMER, rejection and flag rates of a set of examples (retracted ones do not count)."""
-    raw = examples.filter(retracted=False).aggregate(
-        collected=Count("id"),
-        fooled=Count("id", filter=Q(fooled=True)),
-        verified=Count("id", filter=Q(consensus=C.VERIFIED)),
-        verified_fooled=Count("id", filter=Q(fooled=True, consensus=C.VERIFIED)),
-        rejected=Count("id", filter=Q(consensus=C.REJECTED)),
-        flagged=Count("id", filter=Q(consensus=C.FLAGGED)),
-        disputed=Count("id", filter=Q(consensus=C.DISPUTED)),
-    )
-    return with_rates(raw)
+    return with_rates(unprefix(examples.filter(retracted=False).aggregate(**counts())))
 
 
 def with_rates(raw: dict[str, int]) -> dict[str, Any]:
@@ -47,21 +55,8 @@ def with_rates(raw: dict[str, int]) -> dict[str, Any]:
 
 def annotators(examples: QuerySet[Example]) -> list[dict[str, Any]]:
     """Per writer: the same figures, ranked as a leaderboard (verified fooled, then vMER, then MER)."""
-    rows = (
-        examples.filter(retracted=False)
-        .values("author__username")
-        .annotate(
-            collected=Count("id"),
-            fooled=Count("id", filter=Q(fooled=True)),
-            verified=Count("id", filter=Q(consensus=C.VERIFIED)),
-            verified_fooled=Count("id", filter=Q(fooled=True, consensus=C.VERIFIED)),
-            rejected=Count("id", filter=Q(consensus=C.REJECTED)),
-            flagged=Count("id", filter=Q(consensus=C.FLAGGED)),
-            disputed=Count("id", filter=Q(consensus=C.DISPUTED)),
-        )
-        .order_by()
-    )
-    board = [{"username": r.pop("author__username"), **with_rates(r)} for r in rows]
+    rows = examples.filter(retracted=False).values("author__username").annotate(**counts()).order_by()
+    board = [{"username": r.pop("author__username"), **with_rates(unprefix(r))} for r in rows]
     board.sort(key=lambda r: (-r["verified_fooled"], -(r["vmer"] or 0), -(r["mer"] or 0), r["username"]))
     for rank, row in enumerate(board, start=1):
         row["rank"] = rank

@@ -15,6 +15,12 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
+@pytest.fixture(autouse=True)
+def fast_passwords(settings):
+    """Factories hash a password per user; the default hasher makes persona-heavy tests crawl."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def set_validation(task, **rule) -> None:
     task.config = {**task.config, "validation": {**task.config.get("validation", {}), **rule}}
     task.save()
