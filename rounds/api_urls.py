@@ -1,1 +1,14 @@
-urlpatterns: list = []
+from django.urls import path
+
+from rounds import api
+
+urlpatterns = [
+    path("tasks/<slug:slug>/rounds/", api.TaskRoundsView.as_view(), name="api-task-rounds"),
+    path("tasks/<slug:slug>/leaderboard/", api.LeaderboardView.as_view(), name="api-task-leaderboard"),
+    path("tasks/<slug:slug>/dashboard/", api.DashboardView.as_view(), name="api-task-dashboard"),
+    path("tasks/<slug:slug>/models/", api.ModelUploadView.as_view(), name="api-task-models"),
+    path("models/uploads/<int:pk>/ensemble/", api.UploadEnsembleView.as_view(), name="api-upload-ensemble"),
+    path("jobs/<int:pk>/", api.JobView.as_view(), name="api-job-detail"),
+    path("jobs/<int:pk>/retry/", api.JobRetryView.as_view(), name="api-job-retry"),
+    path("jobs/<int:pk>/abandon/", api.JobAbandonView.as_view(), name="api-job-abandon"),
+]

@@ -1,0 +1,48 @@
+// Follows a pipeline job: polls its JSON every second and updates the progress bar, steps and logs.
+(function () {
+  "use strict";
+  const url = window.JOB_URL;
+  const $ = (sel, root) => (root || document).querySelector(sel);
+
+  function setBar(el, fraction) {
+    const pct = Math.round((fraction || 0) * 100);
+    $(".bar", el).style.width = pct + "%";
+    if (el.hasAttribute("aria-valuenow")) el.setAttribute("aria-valuenow", String(pct));
+  }
+
+  function renderStep(step) {
+    const li = document.querySelector('[data-step="' + step.name + '"]');
+    if (!li) return;
+    li.className = "step " + step.status;
+    $(".step-status", li).textContent = step.status;
+    $(".step-time", li).textContent = step.seconds != null ? step.seconds + " s" : "";
+    $(".step-message", li).textContent = step.message || "";
+    $(".step-error", li).textContent = step.error || "";
+    $(".step-log", li).textContent = step.log || "";
+    setBar($(".mini", li), step.progress);
+  }
+
+  function render(job) {
+    $("#job-status").textContent = job.status;
+    $("#job-error").textContent = job.error || "";
+    $("#job-to-round").textContent = job.to_round != null ? job.to_round : "…";
+    setBar($("#job-progress"), job.progress);
+    job.steps.forEach(renderStep);
+    $("#job-actions").hidden = !(job.status === "failed" || job.stale);
+    const done = $("#job-done");
+    done.hidden = job.status !== "done";
+    $(".to-round", done).textContent = job.to_round;
+  }
+
+  function poll() {
+    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+      .then((job) => {
+        render(job);
+        if (job.status === "pending" || job.status === "running") setTimeout(poll, 1000);
+      })
+      .catch(() => setTimeout(poll, 5000));
+  }
+
+  if (url) poll();
+})();

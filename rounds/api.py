@@ -1,0 +1,163 @@
+"""REST API of the rounds app. Views parse, call a service, and answer; the rules live in services."""
+
+from __future__ import annotations
+
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from rounds import dashboard, leaderboard, pipeline, services, uploads
+from rounds.models import PipelineRun, ResearcherModel
+from rounds.options import BadOptions
+from tasks.models import Task
+from tasks.permissions import IsResearcher, IsTaskOwner
+
+
+class StartSerializer(serializers.Serializer):
+    description = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    options = serializers.DictField(required=False, default=dict)
+
+
+class IncludeSerializer(serializers.Serializer):
+    include = serializers.BooleanField()
+
+
+def job_payload(run: PipelineRun) -> dict:
+    return {**pipeline.snapshot(run), "url": reverse("api-job-detail", args=[run.pk])}
+
+
+def upload_payload(upload: ResearcherModel) -> dict:
+    return {"id": upload.pk, "task": upload.task.slug, "name": upload.name, "status": upload.status,
+            "error": upload.error, "architecture": upload.architecture, "size_bytes": upload.size_bytes,
+            "model_version": upload.model_version_id, "in_next_ensemble": upload.in_next_ensemble,
+            "uploaded_by": upload.uploaded_by.username, "created_at": upload.created_at}
+
+
+class TaskView(APIView):
+    """A view on one task the caller can see (404 otherwise)."""
+
+    permission_classes = [AllowAny]
+
+    def get_task(self) -> Task:
+        if not hasattr(self, "_task"):
+            self._task = get_object_or_404(Task.objects.visible_to(self.request.user), slug=self.kwargs["slug"])
+        return self._task
+
+
+class TaskRoundsView(TaskView):
+    """GET: the task's rounds and their figures. POST (owners, admins): close the current round and open
+    the next through the pipeline; answers 202 with the pipeline job, 409 while another one is unfinished."""
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [IsAuthenticated(), IsTaskOwner()]
+        return super().get_permissions()
+
+    def get(self, request, slug: str) -> Response:
+        return Response({"rounds": dashboard.round_figures(self.get_task())})
+
+    def post(self, request, slug: str) -> Response:
+        body = StartSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            run = services.start_pipeline(self.get_task(), request.user, body.validated_data["options"],
+                                          body.validated_data["description"])
+        except BadOptions as exc:
+            raise ValidationError({"options": [str(exc)]}) from None
+        except services.PipelineBusy as exc:
+            return Response({"detail": str(exc), "job": exc.run.pk if exc.run else None}, status=status.HTTP_409_CONFLICT)
+        return Response(job_payload(run), status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": reverse("api-job-detail", args=[run.pk])})
+
+
+class JobView(APIView):
+    """A pipeline job's state, per-step progress and logs (the task's owners and admins)."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_run(self) -> PipelineRun:
+        run = get_object_or_404(PipelineRun.objects.select_related("task", "from_round", "to_round"), pk=self.kwargs["pk"])
+        if not services.can_run_pipeline(self.request.user, run.task):
+            raise PermissionDenied("Only the task's owners and admins may see its pipeline jobs.")
+        return run
+
+    def get(self, request, pk: int) -> Response:
+        return Response(job_payload(self.get_run()))
+
+
+class JobRetryView(JobView):
+    def post(self, request, pk: int) -> Response:
+        try:
+            run = services.retry_pipeline(self.get_run(), request.user)
+        except services.PipelineBusy as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(job_payload(run), status=status.HTTP_202_ACCEPTED)
+
+
+class JobAbandonView(JobView):
+    def post(self, request, pk: int) -> Response:
+        try:
+            run = services.abandon_pipeline(self.get_run(), request.user)
+        except services.PipelineBusy as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response(job_payload(run))
+
+
+class LeaderboardView(TaskView):
+    def get(self, request, slug: str) -> Response:
+        return Response(leaderboard.leaderboard(self.get_task()))
+
+
+class DashboardView(TaskView):
+    def get(self, request, slug: str) -> Response:
+        number = request.query_params.get("round")
+        return Response(dashboard.dashboard(self.get_task(), int(number) if str(number).isdigit() else None))
+
+
+class ModelUploadView(TaskView):
+    """GET: uploaded models of the task. POST (researchers, owners, admins; multipart): `name`, optional
+    `description`, and `files` (config.json, model.safetensors, tokenizer files). Refusals answer 400 with
+    one message per problem."""
+
+    parser_classes = [MultiPartParser, FormParser, JSONParser]
+
+    def get_permissions(self):
+        if self.request.method == "POST":
+            return [IsAuthenticated(), IsResearcher()]
+        return super().get_permissions()
+
+    def get(self, request, slug: str) -> Response:
+        rows = ResearcherModel.objects.filter(task=self.get_task()).select_related("task", "uploaded_by")
+        return Response({"uploads": [upload_payload(u) for u in rows]})
+
+    def post(self, request, slug: str) -> Response:
+        try:
+            upload = uploads.submit(self.get_task(), request.user, request.data.get("name", ""),
+                                    request.FILES.getlist("files"), request.data.get("description", ""))
+        except uploads.UploadRefused as exc:
+            raise ValidationError({"files": exc.errors}) from None
+        upload.refresh_from_db()
+        return Response(upload_payload(upload), status=status.HTTP_201_CREATED)
+
+
+class UploadEnsembleView(APIView):
+    """POST {"include": true|false} (owners, admins): add an evaluated upload to the next round's ensemble."""
+
+    permission_classes = [IsAuthenticated]
+
+    def post(self, request, pk: int) -> Response:
+        upload = get_object_or_404(ResearcherModel.objects.select_related("task", "uploaded_by"), pk=pk)
+        body = IncludeSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            uploads.set_in_next_ensemble(upload, request.user, body.validated_data["include"])
+        except PermissionError as exc:
+            raise PermissionDenied(str(exc)) from None
+        except uploads.UploadRefused as exc:
+            raise ValidationError({"include": exc.errors}) from None
+        return Response(upload_payload(upload))

@@ -1,0 +1,99 @@
+"""The round dashboard's figures, derived from the rows (never kept as counters), and its charts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from django.db.models import Count, Q
+
+from annotation.managers import rate
+from annotation.models import Example
+from rounds.charts import Series, bar_chart, line_chart
+from rounds.evaluation import dataset_label, test_sets
+from rounds.leaderboard import primary_metric
+from rounds.models import EnsembleScore
+from tasks.models import Round, Task
+
+
+def visible_rounds(task: Task) -> list[Round]:
+    return list(task.rounds.exclude(status=Round.Status.DRAFT).order_by("number"))
+
+
+def round_figures(task: Task) -> list[dict[str, Any]]:
+    return [{"round": r.number, "status": r.status, **Example.objects.filter(round=r).figures()}
+            for r in visible_rounds(task)]
+
+
+def fooling_over_time(round_: Round, buckets: int = 12) -> list[dict[str, Any]]:
+    """The fooling rate in equal slices of the round's time (scored, not retracted examples)."""
+    rows = list(Example.objects.filter(round=round_, retracted=False, fooled__isnull=False)
+                .order_by("created_at").values_list("created_at", "fooled"))
+    if not rows:
+        return []
+    start, end = rows[0][0], rows[-1][0]
+    width = max((end - start).total_seconds() / buckets, 1e-6)
+    counts = [[0, 0] for _ in range(buckets)]
+    for created, fooled in rows:
+        slot = min(int((created - start).total_seconds() / width), buckets - 1)
+        counts[slot][0] += 1
+        counts[slot][1] += int(fooled)
+    return [{"at": (start + (i + 1) * (end - start) / buckets).isoformat(), "collected": n, "fooled": f,
+             "rate": rate(f, n)} for i, (n, f) in enumerate(counts)]
+
+
+def label_distribution(task: Task) -> dict[str, Any]:
+    kind = task.kind_impl
+    per_round: dict[int, Counter] = {}
+    for number, target in Example.objects.filter(round__task=task, retracted=False).values_list("round__number", "target"):
+        per_round.setdefault(number, Counter())[kind.target_label(target)] += 1
+    labels = list(getattr(task.settings, "labels", [])) or sorted({x for c in per_round.values() for x in c})[:12]
+    return {"labels": labels, "rounds": {n: {label: c.get(label, 0) for label in labels} for n, c in sorted(per_round.items())}}
+
+
+def ensemble_matrix(task: Task) -> dict[str, Any]:
+    """Accuracy (the kind's main metric) of each round's ensemble on every test set."""
+    metric, sets = primary_metric(task), test_sets(task)
+    cells: dict[int, dict[str, float | None]] = {}
+    for score in EnsembleScore.objects.filter(task=task, dataset__in=sets):
+        cells.setdefault(score.round_number, {})[score.dataset] = score.metrics.get(metric)
+    return {"metric": metric, "columns": [{"name": s, "label": dataset_label(s)} for s in sets],
+            "rows": [{"round": n, "cells": [cells[n].get(s) for s in sets]} for n in sorted(cells)]}
+
+
+def annotators(task: Task, limit: int = 20) -> list[dict[str, Any]]:
+    rows = (Example.objects.filter(round__task=task, retracted=False).values("author__username")
+            .annotate(collected=Count("id"), fooled=Count("id", filter=Q(fooled=True)),
+                      verified_fooled=Count("id", filter=Q(fooled=True, consensus="verified")))
+            .order_by("-verified_fooled", "-fooled", "author__username")[:limit])
+    return [{"username": r["author__username"], "collected": r["collected"], "fooled": r["fooled"],
+             "verified_fooled": r["verified_fooled"], "mer": rate(r["fooled"], r["collected"]),
+             "vmer": rate(r["verified_fooled"], r["collected"])} for r in rows]
+
+
+def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:
+    rounds = visible_rounds(task)
+    chosen = next((r for r in rounds if r.number == round_number), rounds[-1] if rounds else None)
+    return {"rounds": round_figures(task), "round": chosen.number if chosen else None,
+            "fooling_over_time": fooling_over_time(chosen) if chosen else [],
+            "labels": label_distribution(task), "ensembles": ensemble_matrix(task), "annotators": annotators(task)}
+
+
+def charts(data: dict[str, Any]) -> dict[str, Any]:
+    """The dashboard's figures as SVG."""
+    rounds = [f"round {r['round']}" for r in data["rounds"]]
+    labels = data["labels"]
+    ens = data["ensembles"]
+    over_time = data["fooling_over_time"]
+    return {
+        "mer": bar_chart("MER and vMER per round", rounds, [
+            Series("MER", [r["mer"] for r in data["rounds"]]), Series("vMER", [r["vmer"] for r in data["rounds"]])]),
+        "fooling": line_chart(f"Fooling rate over time, round {data['round']}",
+                              [t["at"][11:16] for t in over_time], [Series("fooling rate", [t["rate"] for t in over_time])]),
+        "labels": bar_chart("Label distribution of collected examples", [f"round {n}" for n in labels["rounds"]],
+                            [Series(label, [c[label] for c in labels["rounds"].values()]) for label in labels["labels"]],
+                            percent=False),
+        "ensembles": line_chart(f"{ens['metric']} of each round's ensemble on every test set",
+                                [c["label"] for c in ens["columns"]],
+                                [Series(f"round {row['round']} ensemble", row["cells"]) for row in ens["rows"]]),
+    }

@@ -1,0 +1,172 @@
+"""Evaluate every model version and every round's ensemble on every test set, measuring speed and memory.
+
+Test sets (names as `modelzoo.data.load` reads them): each round's verified test split, "round-<n>/test",
+and the base test set, "*/test" (imported LabeledItems with split=test). A pair already evaluated on a set
+of the same size is skipped, so the step is cheap to repeat and old models are scored only on new sets.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from modelzoo import data
+from modelzoo.aggregation import DEFAULT_FOR_HEAD, get_strategy
+from modelzoo.models import Ensemble, Evaluation, ModelVersion
+from modelzoo.services import predict_with
+from modelzoo.serving import ModelRef, get_backend
+from rounds.models import EnsembleScore, ModelMeasurement
+from tasks.models import LabeledItem, Round, Task
+
+BASE_TEST = "*/test"
+Log = Callable[[str], None]
+Progress = Callable[[float, str], None]
+
+
+def test_sets(task: Task) -> list[str]:
+    """Every round's test split that has verified examples, then the base test set when there is one."""
+    from annotation.models import Example
+
+    rounds = (
+        Example.objects.filter(round__task=task, split="test", consensus=Example.Consensus.VERIFIED, retracted=False)
+        .values_list("round__number", flat=True).distinct().order_by("round__number")
+    )
+    names = [f"round-{n}/test" for n in rounds]
+    if LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TEST).exists():
+        names.append(BASE_TEST)
+    return names
+
+
+def dataset_label(name: str) -> str:
+    if name == BASE_TEST:
+        return "base test"
+    if name.startswith("round-"):
+        return f"round {name.removeprefix('round-').split('/')[0]} test"
+    return name
+
+
+def scoreable_versions(task: Task) -> list[ModelVersion]:
+    ok = [ModelVersion.Status.READY, ModelVersion.Status.DEPLOYED]
+    return list(ModelVersion.objects.filter(task=task, status__in=ok).select_related("task").order_by("version"))
+
+
+def round_ensembles(task: Task) -> dict[int, list[ModelVersion]]:
+    """Each round's active ensemble, by round number."""
+    out: dict[int, list[ModelVersion]] = {}
+    for ensemble in Ensemble.objects.filter(round__task=task, active=True).select_related("round"):
+        out[ensemble.round.number] = ensemble.ordered_members()
+    return out
+
+
+class PredictionCache:
+    """Predictions of one model on one set, computed once; timing each model for its throughput."""
+
+    def __init__(self) -> None:
+        self.predictions: dict[tuple[int, str], list[dict[str, Any]]] = {}
+        self.timing: dict[int, list[float]] = {}  # version id -> [examples, seconds]
+
+    def get(self, version: ModelVersion, labelled: data.LabelledSet) -> list[dict[str, Any]]:
+        key = (version.pk, labelled.name)
+        if key not in self.predictions:
+            get_backend().prepare([ModelRef.of(version)])  # load outside the timed part
+            started = time.perf_counter()
+            self.predictions[key] = predict_with([version], labelled.inputs)
+            spent = self.timing.setdefault(version.pk, [0.0, 0.0])
+            spent[0] += len(labelled.inputs)
+            spent[1] += time.perf_counter() - started
+        return self.predictions[key]
+
+
+def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | None = None,
+                        log: Log = print, progress: Progress | None = None) -> dict[str, Any]:
+    """Score all ready models and all rounds' ensembles (plus `extra` ensembles, by round) on every test set."""
+    sets = test_sets(task)
+    versions = scoreable_versions(task)
+    ensembles = {**round_ensembles(task), **{n: list(m) for n, m in (extra or {}).items()}}
+    log(f"{len(versions)} model versions, {len(ensembles)} ensembles, test sets: {', '.join(sets) or 'none'}")
+    cache, counts = PredictionCache(), {"evaluations": 0, "ensemble_scores": 0}
+    for i, name in enumerate(sets):
+        labelled = data.load(task, name)
+        if not labelled.inputs:
+            continue
+        counts["evaluations"] += _score_models(task, versions, labelled, cache, log)
+        counts["ensemble_scores"] += _score_ensembles(task, ensembles, labelled, cache, log)
+        if progress:
+            progress((i + 1) / len(sets), f"{i + 1}/{len(sets)} test sets")
+    record_measurements(cache)
+    return {**counts, "test_sets": sets}
+
+
+def _score_models(task: Task, versions: list[ModelVersion], labelled: data.LabelledSet,
+                  cache: PredictionCache, log: Log) -> int:
+    fresh = set(Evaluation.objects.filter(model_version__in=versions, dataset=labelled.name,
+                                          size=len(labelled.inputs)).values_list("model_version_id", flat=True))
+    done = 0
+    for version in versions:
+        if version.pk in fresh:
+            continue
+        metrics = task.kind_impl.evaluate(task.settings, labelled.targets, cache.get(version, labelled))
+        Evaluation.objects.update_or_create(model_version=version, dataset=labelled.name,
+                                            defaults={"size": len(labelled.inputs), "metrics": metrics})
+        log(f"{version.name} on {labelled.name} ({len(labelled.inputs)}): {_fmt(metrics)}")
+        done += 1
+    return done
+
+
+def _score_ensembles(task: Task, ensembles: dict[int, list[ModelVersion]], labelled: data.LabelledSet,
+                     cache: PredictionCache, log: Log) -> int:
+    done = 0
+    for number, members in sorted(ensembles.items()):
+        ids = [v.pk for v in members]
+        current = EnsembleScore.objects.filter(task=task, round_number=number, dataset=labelled.name).first()
+        if not members or (current and current.members == ids and current.size == len(labelled.inputs)):
+            continue
+        aggregate = get_strategy(DEFAULT_FOR_HEAD[members[0].head])
+        per_model = [cache.get(v, labelled) for v in members]
+        combined = [aggregate([p[i] for p in per_model]) for i in range(len(labelled.inputs))]
+        metrics = task.kind_impl.evaluate(task.settings, labelled.targets, combined)
+        EnsembleScore.objects.update_or_create(
+            task=task, round_number=number, dataset=labelled.name,
+            defaults={"members": ids, "size": len(labelled.inputs), "metrics": metrics},
+        )
+        log(f"round {number} ensemble on {labelled.name}: {_fmt(metrics)}")
+        done += 1
+    return done
+
+
+def record_measurements(cache: PredictionCache) -> None:
+    versions = ModelVersion.objects.in_bulk(list(cache.timing))
+    for pk, (examples, seconds) in cache.timing.items():
+        ModelMeasurement.objects.update_or_create(
+            model_version_id=pk,
+            defaults={"examples": int(examples), "seconds": round(seconds, 4),
+                      "throughput": round(examples / max(seconds, 1e-9), 2),
+                      "memory_mb": weights_mb(versions[pk].artifact_path)},
+        )
+
+
+def weights_mb(folder: Path) -> float:
+    """Memory a model's weights take once loaded: the safetensors payload (parameters and buffers)."""
+    return round(sum(f.stat().st_size for f in Path(folder).glob("*.safetensors")) / 1e6, 2)
+
+
+def evaluate_version(version: ModelVersion, log: Log = print) -> dict[str, Any]:
+    """Score one model version on every test set of its task (a researcher's upload)."""
+    task = version.task
+    cache, done = PredictionCache(), 0
+    for name in test_sets(task):
+        labelled = data.load(task, name)
+        if labelled.inputs:
+            done += _score_models(task, [version], labelled, cache, log)
+    record_measurements(cache)
+    return {"evaluations": done}
+
+
+def round_numbers(task: Task) -> list[int]:
+    return list(task.rounds.exclude(status=Round.Status.DRAFT).values_list("number", flat=True))
+
+
+def _fmt(metrics: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())

@@ -1,0 +1,153 @@
+"""The round pipeline's state (runs and their steps), researcher uploads, and figures measured at evaluation."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+UNFINISHED = ("pending", "running", "failed")
+
+
+class PipelineRun(models.Model):
+    """One "close this round, open the next" job. At most one unfinished run per task (database constraint)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting to start"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed (can be retried)"
+        ABANDONED = "abandoned", "Abandoned"
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="pipeline_runs")
+    from_round = models.ForeignKey(
+        "tasks.Round", on_delete=models.SET_NULL, null=True, blank=True, related_name="closing_runs"
+    )
+    to_round = models.ForeignKey(
+        "tasks.Round", on_delete=models.SET_NULL, null=True, blank=True, related_name="opening_runs"
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    options = models.JSONField(default=dict, blank=True, help_text="training and seeding options, fixed at start")
+    description = models.CharField(max_length=500, blank=True, default="")
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    error = models.TextField(blank=True, default="")
+    runner = models.CharField(max_length=20, blank=True, default="", help_text="how it was started")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task"], condition=Q(status__in=UNFINISHED), name="one_unfinished_pipeline_per_task"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"pipeline {self.pk} for {self.task} ({self.status})"
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
+
+
+class PipelineStep(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="steps")
+    name = models.CharField(max_length=40)
+    position = models.PositiveSmallIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    progress = models.FloatField(default=0.0, help_text="0..1")
+    message = models.CharField(max_length=300, blank=True, default="")
+    log = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    result = models.JSONField(default=dict, blank=True, help_text="what the step produced (ids, counts)")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="pipeline_step_once_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.status})"
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
+
+
+class ModelMeasurement(models.Model):
+    """Throughput and memory of a model version, measured while it was evaluated."""
+
+    model_version = models.OneToOneField(
+        "modelzoo.ModelVersion", on_delete=models.CASCADE, primary_key=True, related_name="measurement"
+    )
+    examples = models.PositiveIntegerField(default=0, help_text="examples predicted in the measurement")
+    seconds = models.FloatField(default=0.0)
+    throughput = models.FloatField(help_text="examples per second, one model on this machine")
+    memory_mb = models.FloatField(help_text="weights held in memory (parameters and buffers), MB")
+    measured_at = models.DateTimeField(auto_now=True)
+
+
+class EnsembleScore(models.Model):
+    """Metrics of the ensemble a round used (or will use) on one labelled set, e.g. round 1's ensemble on round-2/test."""
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="ensemble_scores")
+    round_number = models.PositiveIntegerField(help_text="the round whose ensemble this is")
+    dataset = models.CharField(max_length=300)
+    members = models.JSONField(default=list, help_text="model version ids")
+    size = models.PositiveIntegerField()
+    metrics = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["task", "round_number", "dataset"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "round_number", "dataset"], name="ensemble_score_unique")
+        ]
+
+
+class ResearcherModel(models.Model):
+    """A model a researcher uploaded (weights only). Evaluated by a worker, listed on the leaderboard."""
+
+    class Status(models.TextChoices):
+        EVALUATING = "evaluating", "Evaluating"
+        EVALUATED = "evaluated", "Evaluated"
+        FAILED = "failed", "Evaluation failed"
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="researcher_models")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True, default="")
+    architecture = models.CharField(max_length=100, blank=True, default="")
+    files = models.JSONField(default=list, help_text="[name, bytes] as stored")
+    size_bytes = models.BigIntegerField(default=0)
+    model_version = models.OneToOneField(
+        "modelzoo.ModelVersion", on_delete=models.SET_NULL, null=True, blank=True, related_name="upload"
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.EVALUATING)
+    error = models.TextField(blank=True, default="")
+    in_next_ensemble = models.BooleanField(default=False, help_text="the owner added it to the next round's ensemble")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} by {self.uploaded_by} ({self.status})"

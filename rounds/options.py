@@ -1,0 +1,36 @@
+"""Pipeline options: validated once when a run starts and stored with it, so a retry trains the same way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks.models import pydantic_message
+
+
+class PipelineOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, max_length=10)
+    epochs: int = Field(2, ge=1, le=20)
+    batch_size: int = Field(16, ge=1, le=256)
+    encoder: str | None = Field(None, description='None: the pretrained encoder; "tiny": a small random one (tests)')
+    k: int = Field(10, ge=0, le=10000, description="hardness seeds per label")
+    pool_max: int = Field(5000, ge=1, description="pool items scored for hardness (a stable sample)")
+
+
+class BadOptions(ValueError):
+    pass
+
+
+def pipeline_options(overrides: dict[str, Any] | None = None) -> PipelineOptions:
+    """Defaults, then settings.ROUNDS_PIPELINE, then the caller's overrides."""
+    from pydantic import ValidationError
+
+    merged = {**getattr(settings, "ROUNDS_PIPELINE", {}), **(overrides or {})}
+    try:
+        return PipelineOptions.model_validate(merged)
+    except ValidationError as exc:
+        raise BadOptions(pydantic_message(exc)) from None

@@ -1,0 +1,203 @@
+"""The round pipeline as a resumable state machine over PipelineStep rows.
+
+A run executes its steps in order and skips the ones already done, so running it again after a failure
+redoes only the failed step and what follows. Runs and steps are claimed with conditional updates: two
+workers never execute the same run, and a step is never done twice at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from rounds.models import PipelineRun, PipelineStep
+from rounds.options import PipelineOptions
+
+log = logging.getLogger(__name__)
+Run, Step = PipelineRun.Status, PipelineStep.Status
+LOG_LIMIT = 20000
+
+
+@dataclass
+class StepContext:
+    """What a step function gets: its run, its row, the options, and ways to report."""
+
+    run: PipelineRun
+    step: PipelineStep
+
+    @property
+    def task(self):
+        return self.run.task
+
+    @property
+    def options(self) -> PipelineOptions:
+        return PipelineOptions.model_validate(self.run.options)
+
+    def log(self, message: str) -> None:
+        line = f"{timezone.now():%H:%M:%S} {message}\n"
+        self.step.log = (self.step.log + line)[-LOG_LIMIT:]
+        PipelineStep.objects.filter(pk=self.step.pk).update(log=self.step.log)
+        self._beat()
+
+    def progress(self, fraction: float, message: str = "") -> None:
+        self.step.progress = max(0.0, min(1.0, fraction))
+        self.step.message = message[:300]
+        PipelineStep.objects.filter(pk=self.step.pk).update(progress=self.step.progress, message=self.step.message)
+        self._beat()
+
+    def save_result(self, **values: Any) -> None:
+        """Keep partial results, so a retry can pick up what an earlier attempt finished."""
+        self.step.result = {**self.step.result, **values}
+        PipelineStep.objects.filter(pk=self.step.pk).update(result=self.step.result)
+
+    def result_of(self, name: str) -> dict[str, Any]:
+        return PipelineStep.objects.get(run=self.run, name=name).result
+
+    def _beat(self) -> None:
+        PipelineRun.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
+
+
+StepFn = Callable[[StepContext], dict[str, Any] | None]
+
+
+def step_registry() -> list[tuple[str, str, StepFn]]:
+    from rounds import steps
+
+    return steps.STEPS
+
+
+def step_labels() -> dict[str, str]:
+    return {name: label for name, label, _ in step_registry()}
+
+
+def create_steps(run: PipelineRun) -> None:
+    PipelineStep.objects.bulk_create(
+        [PipelineStep(run=run, name=name, position=i) for i, (name, _, _) in enumerate(step_registry())]
+    )
+
+
+def claim(run_id: int) -> PipelineRun | None:
+    now = timezone.now()
+    claimed = PipelineRun.objects.filter(pk=run_id, status=Run.PENDING).update(status=Run.RUNNING, heartbeat_at=now)
+    if not claimed:
+        return None
+    run = PipelineRun.objects.select_related("task", "from_round", "to_round").get(pk=run_id)
+    if run.started_at is None:
+        PipelineRun.objects.filter(pk=run_id).update(started_at=now)
+        run.started_at = now
+    return run
+
+
+def execute(run_id: int) -> PipelineRun:
+    """Run every step that is not done yet. Returns the run (done, failed, or untouched when not pending)."""
+    run = claim(run_id)
+    if run is None:
+        return PipelineRun.objects.get(pk=run_id)
+    functions = {name: fn for name, _, fn in step_registry()}
+    for step in run.steps.order_by("position"):
+        if step.status == Step.DONE:
+            continue
+        error = run_step(run, step, functions[step.name])
+        if error is not None:
+            return finish(run, Run.FAILED, f"step {step.name} failed: {error}")
+    return finish(run, Run.DONE, "")
+
+
+def run_step(run: PipelineRun, step: PipelineStep, fn: StepFn) -> str | None:
+    """Execute one step; None on success, else the error message (also stored on the step)."""
+    started = timezone.now()
+    claimed = PipelineStep.objects.filter(pk=step.pk, status__in=[Step.PENDING, Step.FAILED]).update(
+        status=Step.RUNNING, attempts=F("attempts") + 1, started_at=started, finished_at=None, error="", progress=0.0
+    )
+    if not claimed:
+        return f"step {step.name} is already {PipelineStep.objects.get(pk=step.pk).status}"
+    step.refresh_from_db()
+    ctx = StepContext(run, step)
+    try:
+        result = fn(ctx) or {}
+    except Exception as exc:  # a step failure is data for the owner, not a crash of the worker
+        message = f"{type(exc).__name__}: {exc}"
+        log.exception("pipeline %s step %s failed", run.pk, step.name)
+        ctx.log(f"FAILED: {message}\n{_short_traceback()}")
+        PipelineStep.objects.filter(pk=step.pk).update(status=Step.FAILED, error=message[:5000], finished_at=timezone.now())
+        return message
+    PipelineStep.objects.filter(pk=step.pk).update(
+        status=Step.DONE, progress=1.0, result={**ctx.step.result, **result}, finished_at=timezone.now()
+    )
+    return None
+
+
+def _short_traceback() -> str:
+    return "".join(traceback.format_exc().splitlines(keepends=True)[-12:])
+
+
+def finish(run: PipelineRun, status: str, error: str) -> PipelineRun:
+    PipelineRun.objects.filter(pk=run.pk).update(status=status, error=error[:5000], finished_at=timezone.now())
+    run.refresh_from_db()
+    return run
+
+
+def stale_after_s() -> int:
+    return int(getattr(settings, "ROUNDS_PIPELINE_STALE_S", 1800))
+
+
+def is_stale(run: PipelineRun) -> bool:
+    """A running run whose worker stopped reporting (killed, crashed machine)."""
+    if run.status != Run.RUNNING or run.heartbeat_at is None:
+        return False
+    return (timezone.now() - run.heartbeat_at).total_seconds() > stale_after_s()
+
+
+def mark_stale_failed(run: PipelineRun) -> bool:
+    message = f"the worker stopped reporting (no progress for over {stale_after_s()} s)"
+    updated = PipelineRun.objects.filter(pk=run.pk, status=Run.RUNNING, heartbeat_at=run.heartbeat_at).update(
+        status=Run.FAILED, error=message, finished_at=timezone.now()
+    )
+    if updated:
+        run.steps.filter(status=Step.RUNNING).update(status=Step.FAILED, error=message, finished_at=timezone.now())
+    return bool(updated)
+
+
+def reset_for_retry(run: PipelineRun) -> bool:
+    """Failed -> pending; the failed step will run again, finished steps stay done."""
+    if is_stale(run):
+        mark_stale_failed(run)
+    updated = PipelineRun.objects.filter(pk=run.pk, status=Run.FAILED).update(
+        status=Run.PENDING, error="", finished_at=None
+    )
+    run.refresh_from_db()
+    return bool(updated)
+
+
+def snapshot(run: PipelineRun) -> dict[str, Any]:
+    """The run's state for the console and the API."""
+    steps = list(run.steps.order_by("position"))
+    labels = step_labels()
+    done = sum(1 for s in steps if s.status == Step.DONE)
+    partial = sum(s.progress for s in steps if s.status == Step.RUNNING)
+    return {
+        "id": run.pk, "task": run.task.slug, "status": run.status, "error": run.error,
+        "from_round": run.from_round.number if run.from_round else None,
+        "to_round": run.to_round.number if run.to_round else None,
+        "progress": round((done + partial) / len(steps), 4) if steps else 0.0,
+        "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
+        "seconds": _round(run.seconds), "options": run.options, "stale": is_stale(run),
+        "steps": [_step_row(s, labels.get(s.name, s.name)) for s in steps],
+    }
+
+
+def _step_row(step: PipelineStep, label: str) -> dict[str, Any]:
+    return {"name": step.name, "label": label, "status": step.status, "progress": step.progress,
+            "message": step.message, "error": step.error, "log": step.log, "attempts": step.attempts,
+            "seconds": _round(step.seconds), "result": step.result}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)

@@ -1,0 +1,90 @@
+"""Use cases of the owner console: start, retry and abandon the round pipeline; who may do so."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+
+from rounds import pipeline, runner
+from rounds.models import UNFINISHED, PipelineRun, PipelineStep
+from rounds.options import pipeline_options
+from tasks import roles
+from tasks.models import Round, Task
+
+
+class PipelineBusy(Exception):
+    """A run is already unfinished for the task; the message says which and what to do."""
+
+    def __init__(self, message: str, run: PipelineRun | None = None):
+        super().__init__(message)
+        self.run = run
+
+
+def can_run_pipeline(user, task: Task) -> bool:
+    return roles.has_role(user, roles.OWNER, task)  # owners, and admins (who own every task)
+
+
+def check_can_run(user, task: Task) -> None:
+    if not can_run_pipeline(user, task):
+        raise PermissionDenied("Only the task's owners and admins may close a round and open the next.")
+
+
+def unfinished_run(task: Task) -> PipelineRun | None:
+    return PipelineRun.objects.filter(task=task, status__in=UNFINISHED).first()
+
+
+def busy_message(run: PipelineRun) -> str:
+    if run.status == PipelineRun.Status.FAILED:
+        step = run.steps.filter(status=PipelineStep.Status.FAILED).first()
+        where = f" at step “{step.name}”" if step else ""
+        return (f"Pipeline #{run.pk} for this task failed{where}. Retry it (finished steps are kept) "
+                f"or abandon it before opening another round.")
+    step = run.steps.exclude(status=PipelineStep.Status.DONE).order_by("position").first()
+    where = f" (now: {step.name})" if step else ""
+    return (f"Pipeline #{run.pk} is already {run.status} for this task{where}. "
+            f"Only one can run at a time; wait for it to finish.")
+
+
+def start_pipeline(task: Task, user, options: dict[str, Any] | None = None, description: str = "") -> PipelineRun:
+    """Close the task's current round and open the next, as a background pipeline. Returns the run."""
+    check_can_run(user, task)
+    opts = pipeline_options(options)
+    existing = unfinished_run(task)
+    if existing is not None:
+        raise PipelineBusy(busy_message(existing), existing)
+    source = task.current_round or task.rounds.exclude(status=Round.Status.DRAFT).order_by("-number").first()
+    try:
+        with transaction.atomic():
+            run = PipelineRun.objects.create(
+                task=task, from_round=source, options=opts.model_dump(), description=description[:500],
+                started_by=user if getattr(user, "is_authenticated", False) else None, runner=runner.mode(),
+            )
+            pipeline.create_steps(run)
+    except IntegrityError:  # another request won the race; the partial unique index refused this one
+        existing = unfinished_run(task)
+        raise PipelineBusy(busy_message(existing) if existing else "Another pipeline has just started.") from None
+    runner.dispatch("pipeline", run.pk)
+    return run
+
+
+def retry_pipeline(run: PipelineRun, user) -> PipelineRun:
+    """Run a failed (or stalled) pipeline again from its failed step."""
+    check_can_run(user, run.task)
+    if not pipeline.reset_for_retry(run):
+        raise PipelineBusy(f"Pipeline #{run.pk} is {run.status}; only a failed or stalled pipeline can be retried.", run)
+    runner.dispatch("pipeline", run.pk)
+    return run
+
+
+def abandon_pipeline(run: PipelineRun, user) -> PipelineRun:
+    """Give up a failed run (what it finished stays: a closed round stays closed)."""
+    check_can_run(user, run.task)
+    updated = PipelineRun.objects.filter(pk=run.pk, status=PipelineRun.Status.FAILED).update(
+        status=PipelineRun.Status.ABANDONED
+    )
+    if not updated:
+        raise PipelineBusy(f"Pipeline #{run.pk} is {run.status}; only a failed pipeline can be abandoned.", run)
+    run.refresh_from_db()
+    return run

@@ -1,0 +1,281 @@
+"""Researchers' models: weights only, checked before anything is stored, then evaluated by a worker.
+
+Accepted: `config.json` (a supported architecture with the task's head and labels), `*.safetensors`
+(checked to be a safetensors file, not a renamed pickle), and tokenizer files. Refused with a message
+saying why: pickles (.bin .pt .pth .pkl .ckpt ...), archives, Python or other code, configs that ask
+for remote code (`auto_map`, `trust_remote_code`, ...), unknown files, and uploads over the size limit.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from django.conf import settings
+from django.db import transaction
+
+from rounds.models import ResearcherModel
+from tasks import roles
+from tasks.models import Task
+
+MB = 1024 * 1024
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt", ".joblib", ".npy", ".npz", ".h5", ".msgpack")
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".gz", ".tgz", ".bz2", ".xz", ".7z", ".rar", ".mar", ".whl", ".egg", ".jar")
+CODE_SUFFIXES = (".py", ".pyc", ".pyo", ".so", ".dll", ".dylib", ".sh", ".js", ".ipynb", ".exe")
+TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json",
+                   "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model"}
+CODE_KEYS = {"auto_map", "trust_remote_code", "custom_pipelines", "custom_code"}
+ARCHITECTURES = {"bert", "distilbert", "roberta", "xlm-roberta", "electra", "mpnet", "deberta", "deberta-v2", "albert"}
+HEAD_SUFFIX = {"classification": "ForSequenceClassification", "qa": "ForQuestionAnswering"}
+SAFETENSORS_DTYPES = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"}
+
+
+class UploadRefused(ValueError):
+    """The upload is not acceptable; `errors` are messages for the researcher, one per problem."""
+
+    def __init__(self, errors: list[str]):
+        super().__init__("; ".join(errors))
+        self.errors = errors
+
+
+class UploadedFileLike(Protocol):
+    name: str
+    size: int
+
+    def chunks(self): ...
+
+    def read(self, size: int = -1) -> bytes: ...
+
+    def seek(self, offset: int) -> int: ...
+
+
+@dataclass
+class Checked:
+    config: dict[str, Any]
+    labels: list[str]
+    architecture: str
+
+
+def max_total_bytes() -> int:
+    return int(getattr(settings, "ROUNDS_UPLOAD_MAX_MB", 600) * MB)
+
+
+def can_upload(user, task: Task) -> bool:
+    return roles.has_role(user, roles.RESEARCHER, task)
+
+
+# -- checks -----------------------------------------------------------------------------------------
+
+
+def name_problem(name: str) -> str | None:
+    lower = name.lower()
+    if "/" in name or "\\" in name or name.startswith(".") or not name:
+        return f"{name!r}: file names must be plain (no folders, not hidden)"
+    if lower.endswith(PICKLE_SUFFIXES):
+        return f"{name}: pickled weights can run code when loaded and are refused; upload model.safetensors instead"
+    if lower.endswith(ARCHIVE_SUFFIXES):
+        return f"{name}: archives are refused (they can carry code); upload the files themselves"
+    if lower.endswith(CODE_SUFFIXES):
+        return f"{name}: code files are refused; only weights, config.json and tokenizer files are accepted"
+    if lower == "config.json" or lower.endswith(".safetensors") or lower in TOKENIZER_FILES:
+        return None
+    if lower == "model.safetensors.index.json":
+        return None
+    return f"{name}: not a weights, config or tokenizer file (accepted: config.json, *.safetensors, {', '.join(sorted(TOKENIZER_FILES))})"
+
+
+def check_files(files: Sequence[UploadedFileLike]) -> None:
+    errors = [p for f in files if (p := name_problem(f.name))]
+    names = [f.name for f in files]
+    if len(set(names)) != len(names):
+        errors.append("the same file name appears twice")
+    total = sum(f.size for f in files)
+    if total > max_total_bytes():
+        errors.append(f"the upload is {total / MB:.1f} MB; the limit is {max_total_bytes() / MB:.0f} MB")
+    if "config.json" not in names:
+        errors.append("config.json is missing")
+    if not any(n.endswith(".safetensors") for n in names):
+        errors.append("no weights: upload model.safetensors")
+    if not {"tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model"} & set(names):
+        errors.append("no tokenizer: upload tokenizer.json or vocab.txt (with tokenizer_config.json)")
+    if errors:
+        raise UploadRefused(errors)
+
+
+def read_json(file: UploadedFileLike, limit: int = 2 * MB) -> dict[str, Any]:
+    if file.size > limit:
+        raise UploadRefused([f"{file.name}: {file.size / MB:.1f} MB is too large for a configuration file"])
+    raw = b"".join(file.chunks())
+    try:
+        value = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UploadRefused([f"{file.name}: not valid JSON ({exc})"]) from None
+    if not isinstance(value, dict):
+        raise UploadRefused([f"{file.name}: must be a JSON object"])
+    return value
+
+
+def code_keys(value: Any, path: str = "") -> list[str]:
+    """Keys anywhere in a JSON document that would make transformers import code."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key in CODE_KEYS and inner not in (None, False, {}, []):
+                found.append(f"{path}{key}")
+            found += code_keys(inner, f"{path}{key}.")
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            found += code_keys(inner, f"{path}{i}.")
+    return found
+
+
+def check_config(config: dict[str, Any], task: Task) -> Checked:
+    errors = [f"config.json asks for custom code ({k}); only built-in architectures are accepted" for k in code_keys(config)]
+    model_type = config.get("model_type")
+    if model_type not in ARCHITECTURES:
+        errors.append(f"config.json: model_type {model_type!r} is not supported; use one of {', '.join(sorted(ARCHITECTURES))}")
+    head = task.kind_impl.head
+    archs = config.get("architectures") or []
+    if not (isinstance(archs, list) and len(archs) == 1 and str(archs[0]).endswith(HEAD_SUFFIX[head])):
+        errors.append(f"config.json: architectures must be one *{HEAD_SUFFIX[head]} model for a {task.kind} task")
+    labels = _labels(config, task, errors)
+    if errors:
+        raise UploadRefused(errors)
+    return Checked(config, labels, str(archs[0]))
+
+
+def _labels(config: dict[str, Any], task: Task, errors: list[str]) -> list[str]:
+    if task.kind_impl.head != "classification":
+        return []
+    id2label = config.get("id2label") or {}
+    try:
+        labels = [id2label[k] for k in sorted(id2label, key=int)]
+    except (ValueError, TypeError):
+        labels = []
+    wanted = list(task.settings.labels)
+    if sorted(labels) != sorted(wanted):
+        errors.append(f"config.json: id2label must name exactly the task's labels {wanted}; found {labels or 'none'}")
+    return labels
+
+
+def check_safetensors(file: UploadedFileLike) -> None:
+    """The file must start like safetensors: an 8-byte header length and a JSON header of tensors."""
+    file.seek(0)
+    first = file.read(8)
+    length = struct.unpack("<Q", first)[0] if len(first) == 8 else 0
+    head = first + file.read(min(length, 100 * MB))
+    file.seek(0)
+    problem = _safetensors_problem(head, file.size)
+    if problem:
+        raise UploadRefused([f"{file.name}: {problem}"])
+
+
+def _safetensors_problem(head: bytes, size: int) -> str | None:
+    if len(head) < 8:
+        return "too short to be a safetensors file"
+    (length,) = struct.unpack("<Q", head[:8])
+    if length <= 1 or 8 + length > size or length > 100 * MB:
+        return "not a safetensors file (bad header length; a renamed pickle?)"
+    try:
+        header = json.loads(head[8 : 8 + length].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return "not a safetensors file (the header is not JSON; a renamed pickle?)"
+    tensors = {k: v for k, v in header.items() if k != "__metadata__"} if isinstance(header, dict) else {}
+    if not tensors or any(not isinstance(v, dict) or v.get("dtype") not in SAFETENSORS_DTYPES for v in tensors.values()):
+        return "the safetensors header lists no valid tensors"
+    return None
+
+
+def check_tokenizer(files: Sequence[UploadedFileLike]) -> None:
+    for file in files:
+        if file.name in {"tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"}:
+            keys = code_keys(read_json(file))
+            if keys:
+                raise UploadRefused([f"{file.name} asks for custom code ({', '.join(keys)})"])
+
+
+def validate(task: Task, files: Sequence[UploadedFileLike]) -> Checked:
+    check_files(files)
+    by_name = {f.name: f for f in files}
+    checked = check_config(read_json(by_name["config.json"]), task)
+    check_tokenizer(files)
+    for file in files:
+        if file.name.endswith(".safetensors"):
+            check_safetensors(file)
+    return checked
+
+
+# -- storing and registering ------------------------------------------------------------------------
+
+
+def upload_root(task: Task) -> Path:
+    return Path(settings.MODEL_STORE) / "uploads" / task.slug
+
+
+def store(folder: Path, files: Sequence[UploadedFileLike], checked: Checked, task: Task) -> None:
+    folder.mkdir(parents=True, exist_ok=False)
+    for file in files:
+        with open(folder / file.name, "wb") as out:
+            for chunk in file.chunks():
+                out.write(chunk)
+    meta = {"format": 1, "head": task.kind_impl.head, "labels": checked.labels,
+            "max_length": 256 if task.kind_impl.head == "qa" else 128, "encoder": "upload"}
+    (folder / "zoo.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
+
+
+def submit(task: Task, user, name: str, files: Sequence[UploadedFileLike], description: str = "") -> ResearcherModel:
+    """Check, store and register an upload, then start its evaluation. Raises UploadRefused or PermissionError."""
+    from modelzoo.services import register_artifact
+
+    if not can_upload(user, task):
+        raise PermissionError("Only researchers, task owners and admins may upload models.")
+    name = (name or "").strip()[:100]
+    if not name:
+        raise UploadRefused(["give the model a name"])
+    checked = validate(task, files)
+    with transaction.atomic():
+        upload = ResearcherModel.objects.create(
+            task=task, uploaded_by=user, name=name, description=description, architecture=checked.architecture,
+            files=[[f.name, f.size] for f in files], size_bytes=sum(f.size for f in files),
+        )
+        folder = upload_root(task) / str(upload.pk)
+        shutil.rmtree(folder, ignore_errors=True)
+        store(folder, files, checked, task)
+        version = register_artifact(task, folder, name=f"{name} (upload {upload.pk})",
+                                    lineage={"data": "uploaded", "upload": upload.pk, "by": user.username})
+        ResearcherModel.objects.filter(pk=upload.pk).update(model_version=version)
+        upload.model_version = version
+        from rounds import runner
+
+        runner.dispatch("evaluate_upload", upload.pk)
+    return upload
+
+
+def evaluate_upload(upload_id: int) -> ResearcherModel:
+    """The worker's part: score the uploaded model on every test set of the task."""
+    from rounds.evaluation import evaluate_version
+
+    upload = ResearcherModel.objects.select_related("model_version__task").get(pk=upload_id)
+    try:
+        evaluate_version(upload.model_version, log=lambda _m: None)
+    except Exception as exc:  # a broken model is the uploader's problem to see, not a worker crash
+        ResearcherModel.objects.filter(pk=upload.pk).update(status=ResearcherModel.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:3000])
+    else:
+        ResearcherModel.objects.filter(pk=upload.pk).update(status=ResearcherModel.Status.EVALUATED, error="")
+    upload.refresh_from_db()
+    return upload
+
+
+def set_in_next_ensemble(upload: ResearcherModel, user, include: bool) -> ResearcherModel:
+    if not roles.has_role(user, roles.OWNER, upload.task):
+        raise PermissionError("Only the task's owners and admins may choose the next round's ensemble.")
+    if include and upload.status != ResearcherModel.Status.EVALUATED:
+        raise UploadRefused(["only an evaluated model can join the next round's ensemble"])
+    ResearcherModel.objects.filter(pk=upload.pk).update(in_next_ensemble=include)
+    upload.in_next_ensemble = include
+    return upload
