@@ -63,12 +63,12 @@ def ensemble_matrix(task: Task) -> dict[str, Any]:
 
 def annotators(task: Task, limit: int = 20) -> list[dict[str, Any]]:
     rows = (Example.objects.filter(round__task=task, retracted=False).values("author__username")
-            .annotate(collected=Count("id"), fooled=Count("id", filter=Q(fooled=True)),
-                      verified_fooled=Count("id", filter=Q(fooled=True, consensus="verified")))
-            .order_by("-verified_fooled", "-fooled", "author__username")[:limit])
-    return [{"username": r["author__username"], "collected": r["collected"], "fooled": r["fooled"],
-             "verified_fooled": r["verified_fooled"], "mer": rate(r["fooled"], r["collected"]),
-             "vmer": rate(r["verified_fooled"], r["collected"])} for r in rows]
+            .annotate(n_collected=Count("id"), n_fooled=Count("id", filter=Q(fooled=True)),
+                      n_verified=Count("id", filter=Q(fooled=True, consensus="verified")))
+            .order_by("-n_verified", "-n_fooled", "author__username")[:limit])
+    return [{"username": r["author__username"], "collected": r["n_collected"], "fooled": r["n_fooled"],
+             "verified_fooled": r["n_verified"], "mer": rate(r["n_fooled"], r["n_collected"]),
+             "vmer": rate(r["n_verified"], r["n_collected"])} for r in rows]
 
 
 def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:

@@ -36,10 +36,14 @@ def mode() -> str:
 
 
 def dispatch(job: str, object_id: int) -> None:
-    """Start `job` for `object_id` once the current transaction commits."""
+    """Start `job` for `object_id` once the current transaction commits ("inline": right now)."""
     if job not in jobs():
         raise KeyError(f"unknown job {job!r}")
-    transaction.on_commit(lambda: _start(mode(), job, object_id))
+    how = mode()
+    if how == "inline":
+        run_job(job, object_id)
+    else:
+        transaction.on_commit(lambda: _start(how, job, object_id))
 
 
 def run_job(job: str, object_id: int) -> None:
@@ -47,9 +51,7 @@ def run_job(job: str, object_id: int) -> None:
 
 
 def _start(how: str, job: str, object_id: int) -> None:
-    if how == "inline":
-        run_job(job, object_id)
-    elif how == "celery":
+    if how == "celery":
         from rounds.jobs import run_rounds_job
 
         run_rounds_job.delay(job, object_id)
