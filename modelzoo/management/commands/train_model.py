@@ -1,0 +1,59 @@
+"""Train a model version for a task (from its data in the database, or a JSONL file), with a progress bar."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from modelzoo import data, services
+from modelzoo.progress import tqdm_echo
+from tasks.models import Task
+
+
+class Command(BaseCommand):
+    help = "Fine-tune a model for a task and register it (status ready). Optionally deploy it for the open round."
+
+    def add_arguments(self, parser):
+        parser.add_argument("task", help="task slug")
+        parser.add_argument("--jsonl", help="train on this JSONL file instead of the database")
+        parser.add_argument("--preset", help="import preset for the JSONL field names (sst2, anli, squad, ...)")
+        parser.add_argument("--collection", action="append", help="LabeledItem collection(s) to use (default: all)")
+        parser.add_argument("--no-examples", action="store_true", help="leave out verified examples")
+        parser.add_argument("--epochs", type=int)
+        parser.add_argument("--lr", type=float)
+        parser.add_argument("--batch-size", type=int)
+        parser.add_argument("--max-length", type=int)
+        parser.add_argument("--seed", type=int)
+        parser.add_argument("--limit", type=int, help="use at most this many training rows")
+        parser.add_argument("--name")
+        parser.add_argument("--evaluate", action="append", default=[], help="dataset to evaluate on, e.g. demo/test")
+        parser.add_argument("--deploy", action="store_true", help="make it the open round's ensemble")
+        parser.add_argument("--tiny", action="store_true", help="a tiny random encoder (for trying things out)")
+
+    def handle(self, *args, **o):
+        task = Task.objects.filter(slug=o["task"]).first()
+        if task is None:
+            raise CommandError(f"no task with slug {o['task']!r}")
+        labelled = data.training_set(task, o["collection"], include_examples=not o["no_examples"],
+                                     jsonl_path=o["jsonl"], preset=o["preset"])
+        if o["limit"]:
+            labelled = data.LabelledSet(labelled.name, labelled.inputs[:o["limit"]], labelled.targets[:o["limit"]],
+                                        labelled.keys[:o["limit"]])
+        if not labelled.inputs:
+            raise CommandError(f"task {task.slug} has no training data ({labelled.name})")
+        spec = services.default_spec(task, epochs=o["epochs"], lr=o["lr"], batch_size=o["batch_size"],
+                                     max_length=o["max_length"], seed=o["seed"], encoder="tiny" if o["tiny"] else None)
+        self.stdout.write(f"Training {task.slug} on {len(labelled.inputs)} examples ({labelled.name})")
+        with tqdm_echo(desc=task.slug) as echo:
+            version = services.train_model(task, spec, labelled, name=o["name"], echo=echo, evaluate_on=o["evaluate"])
+        self.stdout.write(self.style.SUCCESS(f"{version.name}: {version.metrics}"))
+        for evaluation in version.evaluations.all():
+            self.stdout.write(f"  {evaluation.dataset}: {evaluation.metrics}")
+        if o["deploy"]:
+            self._deploy(task, version)
+
+    def _deploy(self, task, version) -> None:
+        round_ = task.current_round
+        if round_ is None:
+            raise CommandError(f"task {task.slug} has no open round to deploy to")
+        services.deploy_ensemble(round_, [version])
+        self.stdout.write(self.style.SUCCESS(f"deployed {version.name} for {round_}"))
