@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from annotation.models import Example
 from exports.agreement import round_agreement
+from exports.records import decoded
 from tasks.models import Round
 
 MAX_LABELS = 50
@@ -24,6 +25,7 @@ class Stats:
     rows: Counter[str] = field(default_factory=Counter)
     labels: dict[str, Counter[str]] = field(default_factory=dict)
     models: set[tuple[str, int]] = field(default_factory=set)
+    _model_sets: set[str] = field(default_factory=set)
     first: str | None = None
     last: str | None = None
 
@@ -32,13 +34,21 @@ class Stats:
         labels = self.labels.setdefault(part, Counter())
         for record in records:
             labels[record["label"]] += 1
-            for prediction in record["model_predictions"] or []:
-                self.models.add((str(prediction.get("name", "")), int(prediction.get("model_version", 0))))
+            self._add_models(record)
             created = record["created_at"]
             self.first = created if self.first is None or created < self.first else self.first
             self.last = created if self.last is None or created > self.last else self.last
         if len(labels) > 10 * MAX_LABELS:  # free-text answers (QA): keep the counter small
             self.labels[part] = Counter(dict(labels.most_common(MAX_LABELS)))
+
+    def _add_models(self, record: dict[str, Any]) -> None:
+        """Decode the predictions only of the first row of each set of model versions (rarely more than a few)."""
+        versions = str(record["model_versions"])
+        if versions in self._model_sets or len(self._model_sets) > 1000:
+            return
+        self._model_sets.add(versions)
+        for prediction in decoded(record["model_predictions"]) or []:
+            self.models.add((str(prediction.get("name", "")), int(prediction.get("model_version", 0))))
 
 
 @dataclass

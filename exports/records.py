@@ -1,20 +1,22 @@
 """The record schema of every export file, and how an Example row becomes a record.
 
-Rows are read in chunks (`iterator(chunk_size=…)`, a server-side cursor on PostgreSQL); the votes and
-the anonymised annotator ids of one chunk are fetched with one extra query, so memory stays flat.
+Rows are read in chunks (`iterator(chunk_size=…)`, a server-side cursor on PostgreSQL) with their vote
+counts as subqueries, and JSON columns as text, so memory stays flat and no JSON is decoded.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, TextField, Value
+from django.db.models.functions import Cast, Coalesce
 
 from tasks.kinds import TaskKind
 from tasks.models import Task
@@ -49,25 +51,29 @@ COLUMNS: dict[str, str] = {
     "exclusion": STR,
 }
 
+# Plain columns, and JSON columns read as text (record column -> model field): the text goes into the
+# files as it is, so no row's JSON is decoded and encoded again (most of the cost of an export).
 ROW_FIELDS = (
     "id",
     "round__number",
     "split",
     "context_id",
-    "context__payload",
     "context__hardness_score",
-    "input",
-    "target",
-    "validated_label",
     "consensus",
     "fooled",
-    "ensemble_prediction",
-    "model_predictions",
-    "model_versions",
     "author_id",
     "created_at",
     "flagged",
 )
+JSON_SOURCES = {
+    "context": "context__payload",
+    "input": "input",
+    "target": "target",
+    "validated_label": "validated_label",
+    "ensemble_prediction": "ensemble_prediction",
+    "model_predictions": "model_predictions",
+    "model_versions": "model_versions",
+}
 CHUNK_SIZE = 2000
 
 
@@ -75,6 +81,18 @@ def batched(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
     """itertools.batched (Python 3.12) for 3.11."""
     while chunk := list(islice(items, size)):
         yield chunk
+
+
+class RawJson(str):
+    """JSON text straight from the database; writers put it out without decoding it."""
+
+
+def raw_json(text: str | None) -> RawJson | None:
+    return None if text is None or text == "null" else RawJson(text)
+
+
+def decoded(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, RawJson) else value
 
 
 def columns() -> list[tuple[str, str]]:
@@ -96,6 +114,7 @@ class RecordBuilder:
     task: Task
     kind: TaskKind = field(init=False)
     _ids: dict[int, str] = field(default_factory=dict, init=False)
+    _labels: dict[str | None, str] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.kind = self.task.kind_impl
@@ -107,27 +126,36 @@ class RecordBuilder:
             self._ids[user_id] = annotator_id(self.task, user_id)
         return self._ids[user_id]
 
-    def record(self, row: dict[str, Any], votes: dict[str, int], exclusion: str | None) -> dict[str, Any]:
-        gold = row["validated_label"] if row["validated_label"] is not None else row["target"]
+    def label(self, target: RawJson | None, validated: RawJson | None) -> str:
+        """The label a model should learn: the validated label, else the writer's target (cached text)."""
+        text = validated if validated is not None else target
+        if text not in self._labels:
+            if len(self._labels) > 10_000:  # free-text answers (QA): keep the cache bounded
+                self._labels.clear()
+            self._labels[text] = self.kind.target_label(decoded(text))
+        return self._labels[text]
+
+    def record(self, row: dict[str, Any], exclusion: str | None) -> dict[str, Any]:
+        raw = {column: raw_json(row[f"j_{column}"]) for column in JSON_SOURCES}
         return {
             "example_id": row["id"],
             "task": self.task.slug,
             "round": row["round__number"],
             "split": row["split"],
             "context_id": row["context_id"],
-            "context": row["context__payload"],
-            "input": row["input"],
-            "target": row["target"],
-            "validated_label": row["validated_label"],
-            "label": self.kind.target_label(gold),
+            "context": raw["context"],
+            "input": raw["input"],
+            "target": raw["target"],
+            "validated_label": raw["validated_label"],
+            "label": self.label(raw["target"], raw["validated_label"]),
             "consensus": row["consensus"],
-            "votes_correct": votes.get(Validation.Verdict.CORRECT, 0),
-            "votes_incorrect": votes.get(Validation.Verdict.INCORRECT, 0),
-            "votes_flagged": votes.get(Validation.Verdict.FLAGGED, 0),
+            "votes_correct": row["v_correct"],
+            "votes_incorrect": row["v_incorrect"],
+            "votes_flagged": row["v_flagged"],
             "fooled": row["fooled"],
-            "ensemble_prediction": row["ensemble_prediction"],
-            "model_predictions": row["model_predictions"],
-            "model_versions": row["model_versions"],
+            "ensemble_prediction": raw["ensemble_prediction"],
+            "model_predictions": raw["model_predictions"],
+            "model_versions": raw["model_versions"],
             "hardness_score": row["context__hardness_score"],
             "annotator_id": self.annotator(row["author_id"]),
             "created_at": row["created_at"].isoformat(),
@@ -135,17 +163,16 @@ class RecordBuilder:
         }
 
 
-def votes_for(example_ids: list[int]) -> dict[int, dict[str, int]]:
-    rows = (
-        Validation.objects.filter(example_id__in=example_ids)
+def vote_count(verdict: str) -> Coalesce:
+    """Votes with `verdict` on the row's example (an indexed subquery per row: cheaper than a join + GROUP BY)."""
+    votes = (
+        Validation.objects.filter(example_id=OuterRef("pk"), verdict=verdict)
         .order_by()
-        .values("example_id", "verdict")
+        .values("example_id")
         .annotate(n=Count("id"))
+        .values("n")
     )
-    votes: dict[int, dict[str, int]] = {}
-    for row in rows:
-        votes.setdefault(row["example_id"], {})[row["verdict"]] = row["n"]
-    return votes
+    return Coalesce(Subquery(votes, output_field=IntegerField()), Value(0))
 
 
 def exclusion_of(row: dict[str, Any]) -> str | None:
@@ -159,10 +186,8 @@ def record_batches(
 ) -> Iterator[list[dict[str, Any]]]:
     """Records of `examples` (ordered by id), `chunk_size` at a time."""
     builder = RecordBuilder(task)
-    rows = examples.order_by("id").values(*ROW_FIELDS).iterator(chunk_size=chunk_size)
+    as_text = {f"j_{column}": Cast(source, TextField()) for column, source in JSON_SOURCES.items()}
+    votes = {f"v_{verdict}": vote_count(verdict) for verdict in Validation.Verdict.values}
+    rows = examples.order_by("id").values(*ROW_FIELDS, **as_text, **votes).iterator(chunk_size=chunk_size)
     for chunk in batched(rows, chunk_size):
-        votes = votes_for([row["id"] for row in chunk])
-        yield [
-            builder.record(row, votes.get(row["id"], {}), exclusion_of(row) if mark_exclusion else None)
-            for row in chunk
-        ]
+        yield [builder.record(row, exclusion_of(row) if mark_exclusion else None) for row in chunk]

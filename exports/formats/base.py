@@ -6,7 +6,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, BinaryIO, ClassVar, Protocol
 
-from exports.records import COLUMNS, JSON
+from exports.records import COLUMNS, JSON, RawJson
 
 
 class RecordWriter(Protocol):
@@ -30,6 +30,8 @@ class ExportFormat(ABC):
 
 def flat_value(name: str, value: Any) -> Any:
     """A column value for tabular formats: strings stay strings, objects and lists become JSON text."""
-    if COLUMNS[name] != JSON or value is None or isinstance(value, str):
+    if COLUMNS[name] != JSON or value is None:
         return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, RawJson):
+        return json.loads(value) if value.startswith('"') else str(value)
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -17,29 +17,34 @@ def arrow_schema() -> pa.Schema:
 
 
 class ParquetWriter:
-    """Buffers at most one row group, so memory stays flat whatever the number of rows."""
+    """Converts each batch to Arrow at once and writes a row group every `row_group_size` rows, so at most
+    one row group (in compact Arrow buffers) is held, whatever the number of rows."""
 
     def __init__(self, sink: BinaryIO, row_group_size: int = ROW_GROUP_SIZE):
         self.schema = arrow_schema()
         self.names = column_names()
         self.row_group_size = row_group_size
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
         self.writer = pq.ParquetWriter(pa.PythonFile(sink, mode="w"), self.schema, compression="zstd")
 
     def write(self, records: list[dict[str, Any]]) -> None:
-        self.pending.extend(records)
-        while len(self.pending) >= self.row_group_size:
-            self._flush(self.pending[: self.row_group_size])
-            self.pending = self.pending[self.row_group_size :]
+        if not records:
+            return
+        data = {name: [flat_value(name, row[name]) for row in records] for name in self.names}
+        self.pending.append(pa.RecordBatch.from_pydict(data, schema=self.schema))
+        self.pending_rows += len(records)
+        if self.pending_rows >= self.row_group_size:
+            self._flush()
 
-    def _flush(self, rows: list[dict[str, Any]]) -> None:
-        data = {name: [flat_value(name, row[name]) for row in rows] for name in self.names}
-        self.writer.write_table(pa.Table.from_pydict(data, schema=self.schema))
+    def _flush(self) -> None:
+        table = pa.Table.from_batches(self.pending, schema=self.schema)
+        self.writer.write_table(table, row_group_size=max(self.pending_rows, 1))
+        self.pending, self.pending_rows = [], 0
 
     def close(self) -> None:
         if self.pending:
-            self._flush(self.pending)
-            self.pending = []
+            self._flush()
         self.writer.close()
 
 
