@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -94,6 +95,17 @@ class LocalTorchServe:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and self.client().ping():
             time.sleep(0.3)
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct ports that were free on 127.0.0.1 a moment ago."""
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
 
 
 def torchserve_bin() -> str:

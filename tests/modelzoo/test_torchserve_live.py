@@ -1,7 +1,6 @@
 """A real TorchServe: register small models, predict and explain over HTTP, compare with the in-process backend."""
 
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -12,21 +11,11 @@ from modelzoo.serving.base import ModelRef
 from modelzoo.serving.inprocess import InProcessBackend
 from modelzoo.serving.torchserve import TorchServeBackend
 from modelzoo.testing import deploy_tiny_ensemble, tiny_artifact
-from modelzoo.torchserve_ctl import LocalTorchServe
+from modelzoo.torchserve_ctl import LocalTorchServe, free_ports
 
 pytestmark = pytest.mark.integration
 PASSAGE = "The Eiffel Tower was completed in 1889 and it stands in Paris, France."
 TEXTS = [{"text": "A gentle, funny film that never overstays its welcome."}, {"text": "Dull. Utterly, painfully dull!"}]
-
-
-def free_ports(n: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 @pytest.fixture(scope="session")
