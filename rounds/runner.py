@@ -56,7 +56,7 @@ def _start(how: str, job: str, object_id: int) -> None:
 
         run_rounds_job.delay(job, object_id)
     elif how == "thread":
-        shared = connection if _in_memory_db() else None
+        shared = connections["default"] if _in_memory_db() else None
         threading.Thread(target=_thread_main, args=(job, object_id, shared), daemon=True,
                          name=f"rounds-{job}-{object_id}").start()
     else:

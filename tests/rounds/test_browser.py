@@ -1,0 +1,72 @@
+"""In a real browser: an owner closes round 1; the pipeline runs in the background with progress shown;
+round 2 opens with the new ensemble and hardness seeds; leaderboard and dashboard show both rounds."""
+
+from __future__ import annotations
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from modelzoo.models import Ensemble
+from tasks.models import LabeledItem, Round
+from tests.factories import TaskFactory, UserFactory
+from tests.rounds.conftest import fill_task
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+
+@pytest.fixture
+def owner_task(transactional_db, settings):
+    from modelzoo.testing import deploy_tiny_ensemble
+
+    settings.ROUNDS_JOB_RUNNER = "thread"  # the web request returns at once; the page follows the job
+    task = TaskFactory(slug="small", kind="sentiment")
+    owner = UserFactory(username="boss")
+    task.owners.add(owner)
+    round1 = fill_task(task)
+    deploy_tiny_ensemble(round1, members=1)  # round 1's model in the loop
+    return task, owner
+
+
+def text(browser, selector: str) -> str:
+    return browser.find_element(By.CSS_SELECTOR, selector).text
+
+
+def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_task):
+    task, owner = owner_task
+    browser.login(owner)
+    browser.go("/tasks/small/console/")
+    browser.find_element(By.ID, "start-round").click()
+    WebDriverWait(browser, 10).until(lambda b: "/console/jobs/" in b.current_url)
+    seen = set()
+
+    def finished(b) -> bool:
+        seen.add(text(b, "#job-status"))
+        return text(b, "#job-status") in ("done", "failed")
+
+    WebDriverWait(browser, 180, poll_frequency=0.2).until(finished)
+    assert text(browser, "#job-status") == "done", text(browser, "#job-error")
+    assert seen & {"pending", "running"}, "the page followed the job while it ran"
+    steps = browser.find_elements(By.CSS_SELECTOR, "#job-steps li.step")
+    assert [s.get_attribute("class") for s in steps] == ["step done"] * 7
+    assert browser.find_element(By.ID, "job-progress").get_attribute("aria-valuenow") == "100"
+    assert "round 2 is open" in text(browser, "#job-done").lower()
+
+    round2 = task.rounds.get(number=2)
+    assert round2.status == Round.Status.OPEN and task.rounds.get(number=1).status == Round.Status.CLOSED
+    members = Ensemble.objects.get(round=round2, active=True).ordered_members()
+    assert [m.name for m in members] == ["small-r2-s0", "small-r2-s1"]
+    assert LabeledItem.objects.filter(task=task, seed_round=round2).count() == 4
+
+    browser.go("/tasks/small/leaderboard/")
+    rounds_cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr td:nth-child(4)")]
+    assert "1" in rounds_cells and "2" in rounds_cells  # models of both rounds' ensembles are listed
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#leaderboard thead th")]
+    assert "round 1 test" in headers and "base test" in headers
+
+    browser.go("/tasks/small/dashboard/")
+    shown = [tr.get_attribute("data-round") for tr in browser.find_elements(By.CSS_SELECTOR, "#dashboard-rounds tbody tr")]
+    assert shown == ["1", "2"]
+    ensembles = [tr.get_attribute("data-round") for tr in browser.find_elements(By.CSS_SELECTOR, "#ensemble-matrix tbody tr")]
+    assert ensembles == ["1", "2"]
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart")) == 4
