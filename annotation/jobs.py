@@ -11,7 +11,7 @@ from annotation import scoring
 log = logging.getLogger(__name__)
 
 
-@shared_task(bind=True, name="annotation.score_example", acks_late=True, max_retries=None)
+@shared_task(bind=True, name="annotation.score_example", acks_late=True, max_retries=None, ignore_result=True)
 def score_example(self, example_id: int) -> str:
     """Score one saved example; on a retryable serving error, retry with exponential backoff.
 
@@ -26,7 +26,7 @@ def score_example(self, example_id: int) -> str:
         raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
 
 
-@shared_task(name="annotation.score_pending")
+@shared_task(name="annotation.score_pending", ignore_result=True)
 def score_pending(limit: int = 500) -> int:
     """Re-enqueue pending examples whose retry is due (e.g. from a periodic schedule)."""
     return scoring.sweep_pending(limit)

@@ -118,21 +118,36 @@ def _record_error(example: Example, token: int, exc: BackendError) -> Outcome:
 # --- recovery: pending examples whose retry is due ------------------------------------------------
 
 
+def first_attempt_grace() -> float:
+    """How long a never-attempted example waits before a poll re-enqueues it (a worker may have a backlog)."""
+    if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+        return max(retry_base_seconds(), 1.0)
+    return float(getattr(settings, "SCORING_STALE_SECONDS", 30.0))
+
+
 def is_due(example: Example, now=None) -> bool:
     """A pending example whose last attempt (or whose saving) lies longer ago than its backoff."""
     if example.scoring_state != Example.Scoring.PENDING:
         return False
     now = now or timezone.now()
-    wait = backoff_seconds(example.scoring_attempts) if example.scoring_attempts else max(retry_base_seconds(), 1.0)
+    wait = backoff_seconds(example.scoring_attempts) if example.scoring_attempts else first_attempt_grace()
     return example.updated_at + timedelta(seconds=wait) <= now
 
 
 def revive_if_due(example: Example) -> bool:
-    """Re-enqueue a pending example whose retry is due (a poll from the page, or the sweep)."""
+    """Re-enqueue a pending example whose retry is due (a poll from the page, or the sweep).
+
+    The conditional touch of `updated_at` lets only one of many concurrent polls enqueue, and restarts
+    the backoff clock, so polling never floods the queue.
+    """
     if not is_due(example):
         return False
-    enqueue_scoring(example.pk)
-    return True
+    touched = Example.objects.filter(
+        pk=example.pk, scoring_state=Example.Scoring.PENDING, updated_at=example.updated_at
+    ).update(updated_at=timezone.now())
+    if touched:
+        enqueue_scoring(example.pk)
+    return bool(touched)
 
 
 def sweep_pending(limit: int = 500, include_failed: bool = False) -> int:

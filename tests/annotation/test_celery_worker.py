@@ -90,7 +90,7 @@ def purge(queue: str) -> None:
     import redis
 
     client = redis.Redis.from_url(BROKER)
-    client.delete(queue)
+    client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
 
 
 def scored(example_id: int) -> bool:

@@ -211,3 +211,14 @@ def test_sandbox_with_outage_is_503_with_retry_after(writer_api, sentiment, depl
     response = writer_api.post(f"/api/tasks/{task.slug}/sandbox/", sentiment_body(context), format="json")
     assert response.status_code == 503 and response["Retry-After"]
     assert not Example.objects.exists()
+
+
+def test_concurrent_polls_re_enqueue_a_due_example_once(writer_api, sentiment, settings):
+    task, _, context = sentiment  # no models: every attempt fails and the example stays pending
+    example_id = post(writer_api, task, sentiment_body(context)).data["id"]
+    settings.SCORING_RETRY_BASE_SECONDS = 0
+    seen_by_two_polls = Example.objects.get(pk=example_id)
+    assert scoring.revive_if_due(seen_by_two_polls) is True
+    assert scoring.revive_if_due(seen_by_two_polls) is False
+    example = Example.objects.get(pk=example_id)
+    assert example.scoring_attempts == 2 and example.scoring_state == "pending"
