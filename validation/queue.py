@@ -67,14 +67,14 @@ def claim_next(task: Task, user, now: datetime | None = None) -> Claim:
         return held
     tried: set[int] = set()
     for _ in range(MAX_PASSES):
-        ids = candidates(task, user, rule, now, exclude=tried)
-        if not ids:
+        found = candidates(task, user, rule, now, exclude=tried)
+        if not found:
             break
-        for example_id in ids:
-            expires = try_claim(example_id, user, rule, now)
+        for example in found:
+            expires = try_claim(example.pk, user, rule, now)
             if expires is not None:
-                return Claim(Example.objects.select_related("round", "context").get(pk=example_id), expires)
-        tried.update(ids)
+                return Claim(example, expires)
+        tried.update(e.pk for e in found)
     return Claim(None, reason=empty_reason(task, user, rule))
 
 
@@ -101,9 +101,9 @@ def held_by_others(user, now: datetime) -> Subquery:
     return Coalesce(Subquery(leases), Value(0))
 
 
-def candidates(task: Task, user, rule: ValidationSettings, now: datetime, exclude: set[int]) -> list[int]:
-    """Up to BATCH example ids in queue order; stale queue rows met on the way are repaired."""
-    rows = list(
+def candidates(task: Task, user, rule: ValidationSettings, now: datetime, exclude: set[int]) -> list[Example]:
+    """Up to BATCH examples in queue order; stale queue rows met on the way are repaired."""
+    items = list(
         open_items(task, rule)
         .exclude(example__author=user)
         .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
@@ -111,33 +111,40 @@ def candidates(task: Task, user, rule: ValidationSettings, now: datetime, exclud
         .annotate(held=held_by_others(user, now))
         .filter(held__lt=F("needed"))
         .order_by(F("fooled").desc(), "votes", "example")
-        .values_list("example", "example__retracted", "example__consensus")[:BATCH]
+        .select_related("example__context", "example__round__task")[:BATCH]
     )
-    stale = [pk for pk, retracted, state in rows if retracted or state != Example.Consensus.UNVALIDATED]
+    examples = [item.example for item in items]
+    stale = [e.pk for e in examples if e.retracted or e.consensus != Example.Consensus.UNVALIDATED]
     if stale:
         sync_examples(stale)
-    return [pk for pk, *_ in rows if pk not in stale]
+    return [e for e in examples if e.pk not in stale]
 
 
 def try_claim(example_id: int, user, rule: ValidationSettings, now: datetime) -> datetime | None:
     """Lease one example under its row lock; None when someone holds the lock or it filled up meanwhile."""
     with transaction.atomic():
         item = QueueItem.objects.select_for_update(skip_locked=True).filter(pk=example_id, open=True).first()
-        if item is None or not has_room(item, user, rule, now):
+        if item is None:
             return None
-        if Validation.objects.filter(example_id=example_id, validator=user).exists():
+        votes, voters = votes_and_voters(example_id)
+        if user.pk in voters or not has_room(item, user, rule, now, votes):
             return None
         expires = now + timedelta(seconds=rule.lease_seconds)
-        Lease.objects.update_or_create(example_id=example_id, validator=user, defaults={"expires_at": expires})
+        Lease.objects.bulk_create(
+            [Lease(example_id=example_id, validator=user, expires_at=expires)],
+            update_conflicts=True, unique_fields=["example", "validator"], update_fields=["expires_at"],
+        )
         return expires
 
 
-def has_room(item: QueueItem, user, rule: ValidationSettings, now: datetime) -> bool:
+def has_room(
+    item: QueueItem, user, rule: ValidationSettings, now: datetime, votes: list[consensus.Vote] | None = None
+) -> bool:
     """Whether fewer validators than the votes still needed hold a lease on the item (checked under its lock).
 
     The votes still needed are recomputed from the votes, so a changed task setting takes effect at once.
     """
-    needed = consensus.decide(votes_of(item.pk), rule, None).needed
+    needed = consensus.decide(votes_of(item.pk) if votes is None else votes, rule, None).needed
     others = Lease.objects.filter(example_id=item.pk, expires_at__gt=now).exclude(validator=user).count()
     return others < needed
 
@@ -216,9 +223,16 @@ def item_state(example: Example, votes: list[consensus.Vote], rule: ValidationSe
     )
 
 
+def votes_and_voters(example_id: int) -> tuple[list[consensus.Vote], set[int]]:
+    """The example's votes in the order they were cast, and who cast them."""
+    rows = Validation.objects.filter(example_id=example_id).order_by("id")
+    rows = rows.values_list("verdict", "label", "mode", "validator_id")
+    votes = [consensus.Vote(v, label, mode != Validation.Mode.CROWD) for v, label, mode, _ in rows]
+    return votes, {voter for *_, voter in rows}
+
+
 def votes_of(example_id: int) -> list[consensus.Vote]:
-    rows = Validation.objects.filter(example_id=example_id).order_by("id").values_list("verdict", "label", "mode")
-    return [consensus.Vote(v, label, mode != Validation.Mode.CROWD) for v, label, mode in rows]
+    return votes_and_voters(example_id)[0]
 
 
 def sync_examples(example_ids: list[int] | QuerySet) -> int:
