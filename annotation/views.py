@@ -29,8 +29,9 @@ def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
 
 
 def context_rows(task: Task, context) -> list[tuple[str, str]]:
-    payload = context.payload if context is not None else {}
-    return [(name, str(payload.get(name, ""))) for name in task.settings.context_fields]
+    if context is None:
+        return []
+    return [(name, str(context.payload.get(name, ""))) for name in task.settings.context_fields]
 
 
 @login_required

@@ -90,3 +90,21 @@ def test_create_page_needs_login_and_the_annotator_role(world, client):
     assert client.get(url).status_code == 403
     client.force_login(people.annotator)
     assert client.get(url).status_code == 200
+
+
+def test_create_page_of_a_closed_task_says_so(world, client):
+    task, round, _, people = world
+    round.status = round.Status.CLOSED
+    round.save()
+    client.force_login(people.annotator)
+    response = client.get(f"/tasks/{task.slug}/create/")
+    assert response.status_code == 200 and b"no open round" in response.content
+    assert b"create-form" not in response.content
+
+
+def test_create_page_shows_the_context_and_one_choice_per_label(world, client):
+    task, _, context, people = world
+    client.force_login(people.annotator)
+    html = client.get(f"/tasks/{task.slug}/create/").content.decode()
+    assert context.payload["prompt"] in html
+    assert html.count('name="target"') == 3 and 'id="my-collected"' in html
