@@ -93,6 +93,7 @@ def write_bundle(
     include_excluded: bool = False,
     work_dir: Path | None = None,
 ) -> BundleResult:
+    splits.assign_splits(round)
     parts = [*splits.SPLITS, *([splits.EXCLUDED] if include_excluded else [])]
     with tempfile.TemporaryDirectory(prefix="bundle-", dir=work_dir) as tmp:
         folder = Path(tmp)

@@ -70,7 +70,6 @@ def live_file(round: Round, split: str, fmt_name: str) -> Download:
 def live_bundle(round: Round, formats: list[str], include_excluded: bool = False) -> Download:
     """A zip of the current data, written to a temporary file and streamed (then deleted)."""
     formats = check_formats(formats)
-    splits.assign_splits(round)
     handle, name = tempfile.mkstemp(prefix="live-", suffix=".zip", dir=_tmp_dir())
     with os.fdopen(handle, "wb") as sink:
         write_bundle(round, sink, formats, version="live", include_excluded=include_excluded, work_dir=_tmp_dir())
@@ -140,7 +139,6 @@ def publish_snapshot(
     formats = check_formats(formats)
     if audience not in DatasetSnapshot.Audience.values:
         raise ExportError(f"unknown audience {audience!r}; choose one of: {', '.join(DatasetSnapshot.Audience.values)}")
-    splits.assign_splits(round)
     handle, name = tempfile.mkstemp(prefix="publish-", suffix=".zip", dir=_tmp_dir())
     draft, version = Path(name), _next_version(round)
     try:

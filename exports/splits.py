@@ -24,7 +24,7 @@ from tasks.models import Round, Task
 
 SPLITS = ("train", "dev", "test")
 EXCLUDED = "excluded"
-ASSIGN_BATCH = 2000
+ASSIGN_BATCH = 5000
 
 
 class UnknownSplit(ValueError):

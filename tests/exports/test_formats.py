@@ -86,3 +86,39 @@ def test_export_round_command_writes_one_file_per_split(mixed_round, open_round,
     assert names == ["sentiment-round1-dev.csv", "sentiment-round1-test.csv", "sentiment-round1-train.csv"]
     call_command("export_round", "sentiment", "1", "--format", "bundle", "--out", str(tmp_path / "b.zip"))
     assert (tmp_path / "b.zip").stat().st_size > 0
+
+
+def test_an_unzipped_bundle_loads_by_its_card(mixed_round, open_round, tmp_path, hf_offline):
+    import zipfile
+
+    from datasets import load_dataset
+
+    from exports.bundle import write_bundle
+
+    path = tmp_path / "bundle.zip"
+    with path.open("wb") as sink:
+        result = write_bundle(open_round, sink, ["jsonl", "parquet"], version="v1")
+    zipfile.ZipFile(path).extractall(tmp_path / "bundle")
+    dataset = load_dataset(str(tmp_path / "bundle"), cache_dir=str(hf_offline))
+    assert {name: part.num_rows for name, part in dataset.items()} == {k: v for k, v in result.counts.items() if v}
+
+
+def test_output_does_not_depend_on_chunk_or_row_group_size(mixed_round, open_round, tmp_path):
+    import pyarrow.parquet as pq
+
+    from exports.formats.parquet import ParquetWriter
+    from exports.records import record_batches
+
+    splits.assign_splits(open_round)
+    queryset = splits.usable(open_round)
+    small = [r for batch in record_batches(open_round.task, queryset, chunk_size=3) for r in batch]
+    large = [r for batch in record_batches(open_round.task, queryset, chunk_size=2000) for r in batch]
+    assert small == large and len(small) == queryset.count()
+    path = tmp_path / "small-groups.parquet"
+    with path.open("wb") as sink:
+        writer = ParquetWriter(sink, row_group_size=4)
+        for batch in record_batches(open_round.task, queryset, chunk_size=3):
+            writer.write(batch)
+        writer.close()
+    parquet = pq.ParquetFile(path)
+    assert parquet.metadata.num_rows == len(small) and parquet.metadata.num_row_groups > 1
