@@ -280,8 +280,8 @@ def register_artifact(task, path: Path | str, *, name: str | None = None, lineag
     meta = read_meta(path)
     if meta["head"] != task.kind_impl.head:
         raise ValueError(f"artifact head {meta['head']!r} does not fit task kind {task.kind} ({task.kind_impl.head})")
-    spec = TrainSpec(**{k: v for k, v in _read_json(path / "training.json").get("spec", {}).items()}) \
-        if (path / "training.json").is_file() else default_spec(task)
+    trained_with = _read_json(path / "training.json").get("spec")
+    spec = TrainSpec(**trained_with) if trained_with else default_spec(task)
     version = _create_version(task, spec, fingerprint, name, None, lineage or {"data": "registered", "path": str(path)})
     store = Path(settings.MODEL_STORE).resolve()
     version.artifact = str(path.relative_to(store)) if path.is_relative_to(store) else str(path)
