@@ -1,0 +1,82 @@
+"""Per-sample gradient norms over the top encoder block and the linear head (`gradnorm_deep`).
+
+The paper's code loops over examples with batch size one and calls backward for each. Here the lower blocks
+run batched without gradients; only the top block and the head are differentiated, per sample, with
+`torch.func.vmap(grad(...))`. Word embeddings (and every lower block) are left out of the norm.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+from tqdm.auto import tqdm
+
+from hardness.encoding import length_sorted_batches, mean_pool, n_batches
+
+
+class TopBlockHead(nn.Module):
+    """The encoder's last block (a copy, eager attention so that vmap sees plain ops) + pooling + head."""
+
+    def __init__(self, encoder, head: nn.Linear):
+        super().__init__()
+        self.block = copy.deepcopy(encoder.encoder.layer[-1]).eval()
+        self.block.attention.self.config._attn_implementation = "eager"
+        self.head = copy.deepcopy(head).eval()
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        additive = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
+        return self.head(mean_pool(self.block(hidden, additive), mask))
+
+
+def _per_sample_norms(model: TopBlockHead, hidden: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def loss_fn(p: dict, h: torch.Tensor, m: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logits = functional_call(model, (p, buffers), (h.unsqueeze(0), m.unsqueeze(0)))
+        return nn.functional.cross_entropy(logits, y.unsqueeze(0))
+
+    grads = vmap(grad(loss_fn), in_dims=(None, 0, 0, 0))(params, hidden, mask, labels)
+    return torch.sqrt(sum(g.pow(2).flatten(1).sum(1) for g in grads.values()))
+
+
+def top_block_inputs(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """Hidden states entering the last block (lower blocks run once, batched, without autograd)."""
+    with torch.inference_mode():
+        out = encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
+    return out.hidden_states[-2].clone()
+
+
+def gradnorm_deep(
+    encoder, head: nn.Linear, tokenizer, texts: Sequence[str], labels: np.ndarray,
+    batch_size: int = 32, progress: str | None = None,
+) -> np.ndarray:
+    """‖∂loss/∂(top block, head)‖ per example, in the order of `texts`."""
+    encoder.eval()
+    model = TopBlockHead(encoder, head)
+    out = np.zeros(len(texts), dtype=np.float64)
+    batches = length_sorted_batches(tokenizer, texts, batch_size)
+    for b in tqdm(batches, total=n_batches(len(texts), batch_size), desc=progress, disable=progress is None):
+        hidden = top_block_inputs(encoder, b.input_ids, b.attention_mask)
+        y = torch.from_numpy(labels[b.index])
+        out[b.index] = _per_sample_norms(model, hidden, b.attention_mask, y).numpy()
+    return out
+
+
+def gradnorm_deep_naive(encoder, head: nn.Linear, tokenizer, texts: Sequence[str], labels: np.ndarray) -> np.ndarray:
+    """The reference: one example at a time, full forward, `loss.backward()`, norm of the same parameters."""
+    encoder.eval()
+    params = [*encoder.encoder.layer[-1].parameters(), *head.parameters()]
+    out = np.zeros(len(texts), dtype=np.float64)
+    for i, text in enumerate(texts):
+        enc = tokenizer([text], truncation=True, max_length=64, return_tensors="pt")
+        hidden = encoder(**enc).last_hidden_state
+        loss = nn.functional.cross_entropy(head(mean_pool(hidden, enc["attention_mask"])), torch.tensor([int(labels[i])]))
+        grads = torch.autograd.grad(loss, params)
+        out[i] = float(torch.sqrt(sum(g.pow(2).sum() for g in grads)))
+    return out

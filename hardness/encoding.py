@@ -1,0 +1,61 @@
+"""Tokenising in length-sorted batches with dynamic padding, and mean pooling.
+
+SST-2 phrases are short (9 words on average), so sorting by length and padding each batch only to its own
+longest row is what makes the frozen pass fast (≈330 sentences/s for MiniLM on 2 cores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+MAX_LENGTH = 64
+
+
+@dataclass
+class Batch:
+    index: np.ndarray  # positions of these rows in the caller's list
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+
+
+def length_sorted_batches(
+    tokenizer, texts: Sequence[str], batch_size: int, max_length: int = MAX_LENGTH
+) -> Iterator[Batch]:
+    """Batches over `texts` in length order (stable), each padded to its own longest row."""
+    order = np.argsort([len(t) for t in texts], kind="stable")
+    for start in range(0, len(order), batch_size):
+        index = order[start : start + batch_size]
+        enc = tokenizer(
+            [texts[i] for i in index], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
+        )
+        yield Batch(index, enc["input_ids"], enc["attention_mask"])
+
+
+def n_batches(n: int, batch_size: int) -> int:
+    return (n + batch_size - 1) // batch_size
+
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Masked mean over tokens (sentence-transformers pooling, without the L2 norm: the norm of h matters
+    to GradNorm, and a head on normalised features would make GradNorm a multiple of EL2N)."""
+    mask = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * mask).sum(-2) / mask.sum(-2).clamp(min=1.0)
+
+
+@torch.inference_mode()
+def embed_texts(
+    encoder, tokenizer, texts: Sequence[str], batch_size: int = 64, progress: str | None = None
+) -> np.ndarray:
+    """Mean-pooled features of a frozen encoder, float32, in the order of `texts`."""
+    encoder.eval()
+    out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
+    batches = length_sorted_batches(tokenizer, texts, batch_size)
+    for batch in tqdm(batches, total=n_batches(len(texts), batch_size), desc=progress, disable=progress is None):
+        hidden = encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+        out[batch.index] = mean_pool(hidden, batch.attention_mask).numpy()
+    return out

@@ -1,0 +1,203 @@
+"""The Hard-Bench reproduction on SST-2: score train with a weak scorer, build k-shot sets, train a target.
+
+Library code (no Django): the management command `hardbench` only parses options and calls `run`.
+Everything expensive is cached under `cache_dir`, and every finished target run is appended to
+`out_dir/runs.jsonl`, so a rerun (or a restart after an interruption) redoes nothing it already has.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from hardness import sanity, scores, selection
+from hardness.data import SST2_LABELS, TextSet, load_sst2
+from hardness.deep import gradnorm_deep
+from hardness.encoding import embed_texts
+from hardness.heads import probs_of, train_linear_head
+from hardness.target import TrainConfig, prepare_eval, train_target
+
+DEFAULT_STRATEGIES = ["random", "loss", "gradnorm", "gradnorm_deep"]
+ALL_SCORES = ["loss", "gradnorm", "gradnorm_deep", "el2n", "datamap_low_confidence", "datamap_variability"]
+
+
+@dataclass
+class HardbenchConfig:
+    data_dir: Path
+    out_dir: Path
+    cache_dir: Path
+    ks: list[int] = field(default_factory=lambda: [16, 64, 500])
+    seeds: list[int] = field(default_factory=lambda: [0, 1, 2])
+    strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
+    max_train_rows: int | None = None
+    epochs: int = 3
+    trainable_blocks: int | None = 2
+    el2n_runs: int = 5
+    datamap_epochs: int = 5
+    scorer_seed: int = 0
+    deep_batch_size: int = 16
+
+
+@dataclass
+class ScoredPool:
+    train: TextSet
+    dev: TextSet
+    probs: np.ndarray
+    scores: dict[str, np.ndarray]
+    scorer_dev_accuracy: float
+    datamap: scores.DataMap
+
+
+class Timer:
+    def __init__(self) -> None:
+        self.steps: dict[str, float] = {}
+
+    @contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        yield
+        self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - start
+        tqdm.write(f"[hardbench] {name}: {self.steps[name]:.1f} s")
+
+
+def _cached_array(path: Path, compute) -> np.ndarray:
+    if path.exists():
+        return np.load(path)
+    value = np.asarray(compute())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.save(path, value)
+    return value
+
+
+def _head_key(head: torch.nn.Linear) -> str:
+    blob = b"".join(p.detach().numpy().tobytes() for p in head.parameters())
+    return hashlib.sha256(blob).hexdigest()[:12]
+
+
+def strategy_parts(strategy: str) -> tuple[str, str | None]:
+    """'random' → (random, None); 'loss' → (hardest, loss); 'easiest:loss' → (easiest, loss)."""
+    if strategy == "random":
+        return "random", None
+    if ":" in strategy:
+        how, score = strategy.split(":", 1)
+        return how, score
+    return "hardest", strategy
+
+
+def score_pool(config: HardbenchConfig, encoder, tokenizer, timer: Timer) -> ScoredPool:
+    train = load_sst2(config.data_dir, "train", config.max_train_rows)
+    dev = load_sst2(config.data_dir, "dev")
+    tag = f"sst2-{len(train)}"
+    with timer.step("embed train + dev (frozen encoder)"):
+        feats = _cached_array(config.cache_dir / f"{tag}-train-features.npy",
+                              lambda: embed_texts(encoder, tokenizer, train.texts, 128, "embed train"))
+        dev_feats = _cached_array(config.cache_dir / "sst2-dev-features.npy",
+                                  lambda: embed_texts(encoder, tokenizer, dev.texts, 128, "embed dev"))
+    with timer.step("weak scorer head (1 epoch) + EL2N runs + data map"):
+        head = train_linear_head(feats, train.labels, 2, epochs=1, seed=config.scorer_seed).head
+        probs = probs_of(head, feats)
+        el2n_runs = [probs_of(train_linear_head(feats, train.labels, 2, seed=100 + s).head, feats)
+                     for s in range(config.el2n_runs)]
+        epoch_probs = train_linear_head(feats, train.labels, 2, epochs=config.datamap_epochs,
+                                        seed=config.scorer_seed, record_epochs=True).epoch_probs
+    with timer.step("gradnorm_deep (top block + head, vmap)"):
+        deep = _cached_array(config.cache_dir / f"{tag}-gradnorm_deep-{_head_key(head)}.npy",
+                             lambda: gradnorm_deep(encoder, head, tokenizer, train.texts, train.labels,
+                                                   config.deep_batch_size, "gradnorm_deep"))
+    ctx = scores.ScoringContext(train.labels, probs, feats, providers={
+        "el2n_runs": lambda: el2n_runs, "epoch_probs": lambda: epoch_probs, "gradnorm_deep": lambda: deep})
+    dev_acc = float((probs_of(head, dev_feats).argmax(1) == dev.labels).mean())
+    all_scores = {name: scores.compute(name, ctx) for name in ALL_SCORES}
+    return ScoredPool(train, dev, probs, all_scores, dev_acc, scores.data_map(epoch_probs, train.labels))
+
+
+def selections_for(pool: ScoredPool, strategy: str, k: int, seed: int) -> np.ndarray:
+    how, score = strategy_parts(strategy)
+    return selection.select(how, pool.scores[score] if score else None, pool.train.labels, k, seed)
+
+
+def selection_figures(pool: ScoredPool, config: HardbenchConfig) -> dict:
+    """Sanity figures: share misclassified by the scorer per selection, overlaps, Spearman between scores."""
+    per_k = {}
+    for k in config.ks:
+        chosen = {s: selections_for(pool, s, k, config.seeds[0]) for s in config.strategies}
+        per_k[k] = {
+            "misclassified": {s: sanity.share_misclassified(i, pool.probs, pool.train.labels) for s, i in chosen.items()},
+            "overlap": {f"{a} ∩ {b}": v for (a, b), v in sanity.overlap_matrix(chosen).items()},
+        }
+    spearman = {f"{a} ~ {b}": v for (a, b), v in sanity.spearman_matrix(pool.scores).items()}
+    return {"per_k": per_k, "spearman": spearman}
+
+
+def _load_runs(path: Path) -> dict[tuple, dict]:
+    if not path.exists():
+        return {}
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return {(r["k"], r["strategy"], r["seed"], r["epochs"], r["train_rows"], r.get("trainable_blocks")): r
+            for r in rows}
+
+
+def train_targets(pool: ScoredPool, config: HardbenchConfig, encoder, tokenizer, timer: Timer) -> list[dict]:
+    runs_path = config.out_dir / "runs.jsonl"
+    done = _load_runs(runs_path)
+    plan = [(k, s, seed) for k in config.ks for s in config.strategies for seed in config.seeds]
+    train_config = TrainConfig(epochs=config.epochs, trainable_blocks=config.trainable_blocks)
+    with timer.step("dev set: frozen-part outputs"):
+        dev = prepare_eval(encoder, tokenizer, pool.dev.texts, pool.dev.labels, train_config)
+    results = []
+    for k, strategy, seed in tqdm(plan, desc="target runs"):
+        key = (k, strategy, seed, config.epochs, len(pool.train), config.trainable_blocks)
+        if key not in done:
+            with timer.step("target fine-tuning runs"):
+                idx = selections_for(pool, strategy, k, seed)
+                sub = pool.train.subset(idx)
+                res = train_target(copy.deepcopy(encoder), tokenizer, sub.texts, sub.labels, dev, 2,
+                                   replace(train_config, seed=seed))
+            done[key] = {"k": k, "strategy": strategy, "seed": seed, "epochs": config.epochs,
+                         "train_rows": len(pool.train), "trainable_blocks": config.trainable_blocks,
+                         "epoch_accuracy": res.epoch_accuracy}
+            with runs_path.open("a") as fh:
+                fh.write(json.dumps(done[key]) + "\n")
+        results.append(done[key])
+    return results
+
+
+def summarize(results: list[dict]) -> list[dict]:
+    table: dict[tuple, list[dict]] = {}
+    for r in results:
+        table.setdefault((r["k"], r["strategy"]), []).append(r)
+    rows = []
+    for (k, strategy), runs in table.items():
+        best = np.array([max(r["epoch_accuracy"]) for r in runs]) * 100
+        final = np.array([r["epoch_accuracy"][-1] for r in runs]) * 100
+        rows.append({"k": k, "strategy": strategy, "n": len(runs), "best_mean": best.mean(), "best_std": best.std(ddof=1) if len(runs) > 1 else 0.0,
+                     "final_mean": final.mean(), "final_std": final.std(ddof=1) if len(runs) > 1 else 0.0})
+    return rows
+
+
+def run(config: HardbenchConfig, encoder, tokenizer) -> dict:
+    """The whole reproduction; returns what the report shows (and writes the report)."""
+    from hardness.report import write_report
+
+    config.out_dir.mkdir(parents=True, exist_ok=True)
+    timer = Timer()
+    pool = score_pool(config, encoder, tokenizer, timer)
+    figures = selection_figures(pool, config)
+    results = train_targets(pool, config, encoder, tokenizer, timer)
+    summary = {"config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
+               "labels": list(SST2_LABELS), "scorer_dev_accuracy": pool.scorer_dev_accuracy,
+               "scorer_train_accuracy": float((pool.probs.argmax(1) == pool.train.labels).mean()),
+               "table": summarize(results), "sanity": figures, "timings_s": timer.steps}
+    with timer.step("report"):
+        write_report(summary, pool, config)
+    return summary

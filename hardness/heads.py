@@ -1,0 +1,48 @@
+"""A linear softmax head trained on frozen features: the weak scorer of Hard-Bench (one epoch only)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+
+@dataclass
+class HeadTraining:
+    head: nn.Linear
+    epoch_probs: list[np.ndarray] = field(default_factory=list)  # probabilities after each epoch (data maps)
+
+
+def probs_of(head: nn.Linear, features: np.ndarray) -> np.ndarray:
+    with torch.no_grad():
+        return torch.softmax(head(torch.from_numpy(features)), dim=-1).numpy()
+
+
+def train_linear_head(
+    features: np.ndarray,
+    labels: np.ndarray,
+    n_labels: int,
+    *,
+    epochs: int = 1,
+    seed: int = 0,
+    lr: float = 1e-3,
+    batch_size: int = 32,
+    record_epochs: bool = False,
+) -> HeadTraining:
+    """Adam on cross-entropy, shuffled by `seed`; one epoch by default (the early stop that makes it weak)."""
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    head = nn.Linear(features.shape[1], n_labels)
+    opt = torch.optim.Adam(head.parameters(), lr=lr)
+    x, y = torch.from_numpy(features), torch.from_numpy(labels)
+    result = HeadTraining(head)
+    for _ in range(epochs):
+        for idx in torch.randperm(len(y), generator=gen).split(batch_size):
+            opt.zero_grad()
+            nn.functional.cross_entropy(head(x[idx]), y[idx]).backward()
+            opt.step()
+        if record_epochs:
+            result.epoch_probs.append(probs_of(head, features))
+    return result
