@@ -20,7 +20,8 @@ def wait(browser, seconds: float = 20) -> WebDriverWait:
 
 def open_create(browser, writer, task) -> None:
     browser.login(writer)
-    wait(browser).until(EC.presence_of_element_located((By.CLASS_NAME, "topbar")))
+    # The login page has a top bar too: wait until the signed-in one names the writer.
+    wait(browser).until(lambda b: writer.username in b.find_element(By.CLASS_NAME, "topbar").text)
     browser.go(f"/tasks/{task.slug}/create/")
     wait(browser).until(EC.presence_of_element_located((By.ID, "create-form")))
 
