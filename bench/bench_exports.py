@@ -151,6 +151,7 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--formats", nargs="+", default=["jsonl", "parquet"])
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--reuse", action="store_true", help="use a kept database (same --sizes) as it is")
     args = parser.parse_args()
     try:
         admin_sql("SELECT 1")
@@ -160,8 +161,9 @@ def main() -> int:
     results = []
     try:
         start = time.perf_counter()
-        create_database(args.sizes)
-        print(f"filled {DB} ({sum(args.sizes):,} examples) in {time.perf_counter() - start:.0f} s", flush=True)
+        if not args.reuse:
+            create_database(args.sizes)
+            print(f"filled {DB} ({sum(args.sizes):,} examples) in {time.perf_counter() - start:.0f} s", flush=True)
         for number, size in enumerate(args.sizes, start=1):
             for job in ["assign", *args.formats]:
                 result = {"job": "assign splits" if job == "assign" else f"export {job}", "size": size}

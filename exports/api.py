@@ -28,6 +28,11 @@ class BadDatasetRequest(APIException):
     default_code = "bad_request"
 
 
+class SnapshotUnavailable(APIException):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    default_code = "snapshot_unavailable"
+
+
 class IgnoreFormatParameter(DefaultContentNegotiation):
     """`?format=` names the dataset's file format here, not a DRF renderer."""
 
@@ -39,6 +44,8 @@ def download_response(download: services.Download) -> StreamingHttpResponse:
     response = StreamingHttpResponse(download.chunks, content_type=download.media_type)
     response["Content-Disposition"] = f'attachment; filename="{download.filename}"'
     response["X-Content-Type-Options"] = "nosniff"
+    if download.size is not None:
+        response["Content-Length"] = str(download.size)
     if download.sha256:
         response["ETag"] = f'"{download.sha256}"'
         response["X-Checksum-SHA256"] = download.sha256
@@ -110,6 +117,8 @@ class RoundDatasetView(TaskDatasetView):
             return download_response(services.snapshot_file(self.snapshot_for(round, version), split, fmt))
         except services.ExportError as exc:
             raise self.bad_request(exc) from None
+        except services.SnapshotFileMissing as exc:
+            raise SnapshotUnavailable(str(exc)) from None
 
 
 class RoundBundleView(TaskDatasetView):
@@ -128,6 +137,8 @@ class RoundBundleView(TaskDatasetView):
             return download_response(services.snapshot_bundle(self.snapshot_for(round, version)))
         except services.ExportError as exc:
             raise self.bad_request(exc) from None
+        except services.SnapshotFileMissing as exc:
+            raise SnapshotUnavailable(str(exc)) from None
 
 
 class PublishView(TaskDatasetView):

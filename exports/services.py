@@ -26,12 +26,17 @@ class ExportError(ValueError):
     """A bad request for data (unknown round, format, split or version); the message says what is wrong."""
 
 
+class SnapshotFileMissing(RuntimeError):
+    """A published bundle is gone from the disk: an operator must restore it (never rebuilt silently)."""
+
+
 @dataclass(frozen=True)
 class Download:
     chunks: Iterator[bytes]
     filename: str
     media_type: str
     sha256: str | None = None
+    size: int | None = None
 
 
 def export_root() -> Path:
@@ -114,13 +119,18 @@ def snapshot_file(snapshot: DatasetSnapshot, split: str, fmt_name: str) -> Downl
         raise ExportError(
             f"snapshot v{snapshot.version} holds the formats {', '.join(snapshot.formats)}, not {fmt.name}"
         )
+    if not snapshot_path(snapshot).is_file():
+        raise SnapshotFileMissing(f"the bundle of snapshot v{snapshot.version} is missing from the server")
     member = f"data/{split}.{fmt.extension}"
     name = f"{snapshot.task.slug}-round{snapshot.round.number}-v{snapshot.version}-{split}.{fmt.extension}"
     return Download(stream_zip_member(snapshot_path(snapshot), member), name, fmt.media_type)
 
 
 def snapshot_bundle(snapshot: DatasetSnapshot) -> Download:
-    return Download(stream_file(snapshot_path(snapshot)), snapshot.file_name, "application/zip", snapshot.sha256)
+    path = snapshot_path(snapshot)
+    if not path.is_file():
+        raise SnapshotFileMissing(f"the bundle of snapshot v{snapshot.version} is missing from the server")
+    return Download(stream_file(path), snapshot.file_name, "application/zip", snapshot.sha256, snapshot.size_bytes)
 
 
 def publish_snapshot(

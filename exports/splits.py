@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from annotation.models import Example
@@ -25,6 +26,7 @@ from tasks.models import Round, Task
 SPLITS = ("train", "dev", "test")
 EXCLUDED = "excluded"
 ASSIGN_BATCH = 5000
+REANALYZE_AFTER = 10_000
 
 
 class UnknownSplit(ValueError):
@@ -106,7 +108,18 @@ def assign_splits(round: Round) -> dict[str, int]:
                 decided[split].append(example_id)
         for split, ids in decided.items():
             assigned[split] += _store(ids, split) if ids else 0
+    if sum(assigned.values()) >= REANALYZE_AFTER:
+        refresh_statistics()
     return assigned
+
+
+def refresh_statistics() -> None:
+    """After a large assignment, PostgreSQL's statistics still say every split is empty, and it then
+    plans the export's joins for one row (a scan of all contexts per example). ANALYZE samples the
+    table (seconds, not minutes), so the next export gets a sane plan without waiting for autovacuum."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(f"ANALYZE {Example._meta.db_table}")
 
 
 def _store(ids: list[int], split: str) -> int:

@@ -98,3 +98,17 @@ def test_the_publish_page_publishes_and_returns_to_the_task(owner, open_round, p
     assert open_round.snapshots.count() == 1
     client.force_login(personas.researcher)
     assert client.post("/tasks/sentiment/rounds/1/publish/").status_code == 404
+
+
+def test_a_missing_bundle_file_is_reported_not_rebuilt(owner, open_round, personas):
+    snapshot, _ = services.publish_snapshot(open_round, personas.owner)
+    services.snapshot_path(snapshot).unlink()
+    response = owner.get("/api/tasks/sentiment/rounds/1/bundle/")
+    assert response.status_code == 503 and "missing" in response.json()["detail"]
+
+
+def test_a_snapshot_bundle_has_length_and_checksum_headers(owner, open_round, personas):
+    snapshot, _ = services.publish_snapshot(open_round, personas.owner)
+    response = owner.get(f"/api/tasks/sentiment/rounds/1/bundle/?version={snapshot.version}")
+    assert int(response["Content-Length"]) == snapshot.size_bytes
+    assert response["ETag"] == f'"{snapshot.sha256}"'
