@@ -2,7 +2,7 @@
 
     nice -n 10 .venv/bin/python bench/bench_modelzoo.py [--n 200] [--seconds 8] [--clients 16] [--out FILE]
 
-Uses the real encoder (all-MiniLM-L6-v2): fine-tunes three members (seeds 0-2) on 256 SST-2 rows for one epoch,
+Uses the real encoder (all-MiniLM-L6-v2): fine-tunes three members (seeds 0-2) on 128 SST-2 rows for one epoch,
 deploys them as a round's ensemble in a throw-away SQLite database, and measures (interleaved, so machine load
 hits both sides alike):
   1. single-example verdict latency of the 3-model ensemble in process vs the bare forward passes of the same
@@ -62,14 +62,14 @@ def timed(call: Callable[[], object]) -> float:
 # -- setup ------------------------------------------------------------------------------------------
 
 
-def train_members(data_dir: Path):
+def train_members(data_dir: Path, n_rows: int):
     from modelzoo import data, services
     from tests.factories import RoundFactory, TaskFactory
 
     task = TaskFactory(slug="bench-sst2", kind="sentiment", config={"labels": ["negative", "positive"]})
     round_ = RoundFactory(task=task, number=1)
     rows = data.jsonl(task, data_dir / "sst2" / "train.jsonl", "sst2")
-    train = data.LabelledSet("sst2-train-256", rows.inputs[:256], rows.targets[:256], rows.keys[:256])
+    train = data.LabelledSet(f"sst2-train-{n_rows}", rows.inputs[:n_rows], rows.targets[:n_rows], rows.keys[:n_rows])
     started = time.perf_counter()
     versions = [services.train_model(task, services.default_spec(task, seed=s, epochs=1, lr=1e-4, max_length=64),
                                      train, name=f"bench-s{s}", reuse=True) for s in range(3)]
@@ -199,10 +199,10 @@ def report(r: dict, args: argparse.Namespace) -> str:
 
     return f"""# Model zoo benchmark
 
-Command: `nice -n 10 .venv/bin/python bench/bench_modelzoo.py --n {args.n} --seconds {args.seconds} --clients {args.clients}`
+Command: `nice -n 10 .venv/bin/python bench/bench_modelzoo.py --n {args.n} --seconds {args.seconds:g} --clients {args.clients} --train-rows {args.train_rows}`
 (run by `make bench`). Machine: {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()},
 load average at start {r["load"]}. Real encoder (all-MiniLM-L6-v2, 22.7 M parameters), three members fine-tuned on
-256 SST-2 rows (seeds 0-2), inputs: SST-2 dev sentences. Measured side by side in one run (interleaved).
+{args.train_rows} SST-2 rows (seeds 0-2, one epoch), inputs: SST-2 dev sentences. Measured side by side in one run (interleaved).
 The machine is shared with other work, so absolute figures are noisy; the ratios are the point.
 
 ## 1. Single-example verdict, 3-model ensemble, in process
@@ -252,6 +252,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="timed verdicts per side")
     parser.add_argument("--seconds", type=float, default=8.0, help="duration of each throughput run")
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients in the throughput runs")
+    parser.add_argument("--train-rows", type=int, default=128, help="SST-2 rows each member is fine-tuned on")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "modelzoo.md")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-modelzoo-") as tmp:
@@ -266,7 +267,7 @@ def run(workdir: Path, args: argparse.Namespace) -> dict:
     from modelzoo.torchserve_ctl import LocalTorchServe, free_ports
 
     results: dict = {"load": " / ".join(f"{x:.1f}" for x in os.getloadavg())}
-    round_, versions, inputs = train_members(Path(settings.DATA_DIR))
+    round_, versions, inputs = train_members(Path(settings.DATA_DIR), args.train_rows)
     services.deploy_ensemble(round_, versions)
     results["inprocess"] = bench_in_process(round_, versions, inputs, args.n)
     print(f"in process: {results['inprocess']}", flush=True)

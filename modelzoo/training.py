@@ -18,9 +18,10 @@ from typing import Any
 
 import torch
 from transformers import AutoConfig
+from transformers.utils import logging as hf_logging
 
 from modelzoo import encoder as enc
-from modelzoo.runtime import HEAD_CLASSES, ZOO_FILE
+from modelzoo.runtime import HEAD_CLASSES, ZOO_FILE, configure_threads
 
 TINY = "tiny"
 Progress = Callable[[int, int, dict[str, float]], None]  # (step, total_steps, {"loss": ...})
@@ -77,7 +78,12 @@ def build_model(spec: TrainSpec) -> torch.nn.Module:
             setattr(config, key, value)
         return HEAD_CLASSES[spec.head].from_config(config)
     config = AutoConfig.from_pretrained(str(enc.encoder_path()), **kwargs)
-    return HEAD_CLASSES[spec.head].from_pretrained(str(enc.encoder_path()), config=config)
+    previous = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the new head is expected to be missing from the checkpoint
+    try:
+        return HEAD_CLASSES[spec.head].from_pretrained(str(enc.encoder_path()), config=config)
+    finally:
+        hf_logging.set_verbosity(previous)
 
 
 # -- features ---------------------------------------------------------------------------------------
@@ -127,6 +133,7 @@ def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str
     """Fine-tune and write the artifact to `out_dir` (atomically). Returns the training metrics."""
     if not examples:
         raise ValueError("no training examples")
+    configure_threads()
     seed_everything(spec.seed)
     tokenizer = enc.load_tokenizer()
     make = qa_features if spec.head == "qa" else classification_features

@@ -12,11 +12,9 @@ Requests that TorchServe batches together are answered with one forward pass.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import Any
 
-import torch
 from ts.torch_handler.base_handler import BaseHandler
 
 
@@ -25,8 +23,9 @@ class ZooHandler(BaseHandler):
         model_dir = context.system_properties["model_dir"]
         if model_dir not in sys.path:
             sys.path.insert(0, model_dir)
-        torch.set_num_threads(int(os.environ.get("ZOO_TORCH_THREADS", "1")))  # one worker per core
-        from runtime import Predictor
+        from runtime import Predictor, configure_threads
+
+        configure_threads()  # ZOO_TORCH_THREADS, default 1: one worker per core
 
         self.predictor = Predictor.load(model_dir)
         self.context = context
