@@ -44,7 +44,8 @@ def fill_task(task, pool: int = 24, test: int = 8, examples: int = 30):
     for n in range(examples):
         label = "positive" if n % 2 else "negative"
         ExampleFactory(round=round_, context=None, author=writer, input={"text": sentence(label, 200 + n)},
-                       target=label, fooled=n % 3 != 0, consensus=Example.Consensus.VERIFIED)
+                       target=label, fooled=n % 3 != 0, consensus=Example.Consensus.VERIFIED,
+                       split="test" if n in (1, 2, 4, 5) else None)  # a stored split never moves: a stable test set
     return round_
 
 
