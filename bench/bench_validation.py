@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -109,6 +110,9 @@ def summary(name: str, ms: list[float]) -> str:
             f"{percentile(ms, 0.99):.1f} | {max(ms):.1f} |")
 
 
+cpu: list[float] = []  # CPU time of this process per claim: the client's share, whatever the machine's load
+
+
 def work(calls: int, seed: int) -> tuple[list[float], list[float], int]:
     """Validators claim and vote in turn; returns claim and vote times (ms) and how many claims came back empty."""
     from django.contrib.auth.models import User
@@ -120,11 +124,13 @@ def work(calls: int, seed: int) -> tuple[list[float], list[float], int]:
     validators = list(User.objects.filter(groups__name="validator").order_by("id"))
     rng = random.Random(seed)
     claims, votes, empty = [], [], 0
+    cpu.clear()
     for _ in range(calls):
         user = rng.choice(validators)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         claim = queue.claim_next(task, user)
         claims.append((time.perf_counter() - start) * 1000)
+        cpu.append((time.process_time() - start_cpu) * 1000)
         if claim.example is None:
             empty += 1
             continue
@@ -153,26 +159,36 @@ def query_only(calls: int, seed: int) -> list[float]:
     return times
 
 
-def explain() -> str:
-    from django.contrib.auth.models import User
+def queue_query(user):
+    """The queue query of `validation.queue.candidates` for `user`, as a queryset."""
+    from django.db.models import Exists, F, OuterRef
     from django.utils import timezone
 
     from tasks.models import Task
     from validation import queue
-
-    task = Task.objects.get(slug="bench")
-    user = User.objects.filter(groups__name="validator").order_by("id").last()
-    rule = task.settings.validation
-    qs = (queue.open_items(task, rule).exclude(example__author=user)
-          .annotate(held=queue.held_by_others(user, timezone.now())))
-    from django.db.models import Exists, F, OuterRef
-
     from validation.models import Validation
 
-    qs = (qs.exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
-          .filter(held__lt=F("needed")).order_by(F("fooled").desc(), "votes", "example")
-          .values_list("example", "example__retracted", "example__consensus")[: queue.BATCH])
-    return qs.explain(analyze=True)
+    task = Task.objects.get(slug="bench")
+    return (
+        queue.open_items(task, task.settings.validation).exclude(example__author=user)
+        .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
+        .annotate(held=queue.held_by_others(user, timezone.now())).filter(held__lt=F("needed"))
+        .order_by(F("fooled").desc(), "votes", "example")
+        .select_related("example__context", "example__round__task")[: queue.BATCH]
+    )
+
+
+def server_side(calls: int, seed: int) -> tuple[list[float], str]:
+    """Planning + execution time of the queue query inside PostgreSQL (EXPLAIN ANALYZE), free of client load."""
+    from django.contrib.auth.models import User
+
+    validators = list(User.objects.filter(groups__name="validator").order_by("id"))
+    rng, times, plan = random.Random(seed), [], ""
+    for _ in range(calls):
+        plan = queue_query(rng.choice(validators)).explain(analyze=True)
+        found = re.findall(r"(Planning|Execution) Time: ([0-9.]+) ms", plan)
+        times.append(sum(float(ms) for _, ms in found))
+    return times, plan
 
 
 def main() -> int:
@@ -202,15 +218,18 @@ def main() -> int:
         load_before = os.getloadavg()[0]
         claims, votes, empty = work(args.calls, seed=2)
         query = query_only(args.calls, seed=3)
+        inside, plan = server_side(args.calls, seed=4)
         load_after = os.getloadavg()[0]
-        print(explain())
+        print(plan)
     finally:
         if not args.keep:
             admin_sql(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
     print("| operation | calls | p50 ms | p95 ms | p99 ms | max ms |\n|---|---:|---:|---:|---:|---:|")
     print(summary("next item (claim_next)", claims))
+    print(summary("next item: CPU time of the Django process", cpu))
     print(summary("vote (submit_vote)", votes))
     print(summary("queue query alone (candidates)", query))
+    print(summary("queue query inside PostgreSQL (planning + execution)", inside))
     print(f"load average (1 min) before / after: {load_before:.1f} / {load_after:.1f} on {os.cpu_count()} CPUs")
     print(f"empty answers: {empty}")
     return 0

@@ -17,6 +17,13 @@ from validation.models import Validation
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture(autouse=True)
+def leave_page(browser):
+    """Stop the page's scripts before the live server goes away (no request may outlive the test)."""
+    yield
+    browser.get("about:blank")
+
+
 def wait(browser, condition, timeout: int = 10):
     return WebDriverWait(browser, timeout).until(condition)
 
