@@ -41,6 +41,7 @@ class HardbenchConfig:
     strategies: list[str] = field(default_factory=lambda: list(DEFAULT_STRATEGIES))
     max_train_rows: int | None = None
     epochs: int = 3
+    min_steps: int = 24
     trainable_blocks: int | None = 2
     el2n_runs: int = 5
     datamap_epochs: int = 5
@@ -151,7 +152,8 @@ def train_targets(pool: ScoredPool, config: HardbenchConfig, encoder, tokenizer,
     runs_path = config.out_dir / "runs.jsonl"
     done = _load_runs(runs_path)
     plan = [(k, s, seed) for k in config.ks for s in config.strategies for seed in config.seeds]
-    train_config = TrainConfig(epochs=config.epochs, trainable_blocks=config.trainable_blocks)
+    train_config = TrainConfig(epochs=config.epochs, trainable_blocks=config.trainable_blocks,
+                               min_steps=config.min_steps)
     with timer.step("dev set: frozen-part outputs"):
         dev = prepare_eval(encoder, tokenizer, pool.dev.texts, pool.dev.labels, train_config)
     results = []
