@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.http import Http404, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
 from rest_framework.exceptions import APIException, PermissionDenied
@@ -83,9 +85,17 @@ class TaskDatasetView(APIView):
             raise PermissionDenied("Only the task's owners and admins may use unpublished (live) data.")
 
 
+FILE_PARAMS = [
+    OpenApiParameter("format", str, enum=["jsonl", "csv", "parquet"], description="file format (default jsonl)"),
+    OpenApiParameter("split", str, enum=["train", "dev", "test"], description="default train"),
+    OpenApiParameter("version", str, description="latest (default), a version number, or live (owners)"),
+]
+
+
 class DatasetListView(TaskDatasetView):
     """GET /api/tasks/{slug}/datasets/: the task's published snapshots, newest version first per round."""
 
+    @extend_schema(responses=SnapshotSerializer(many=True))
     def get(self, request, slug: str) -> Response:
         task = self.get_task()
         snapshots = DatasetSnapshot.objects.filter(task=task).select_related("round", "task")
@@ -104,6 +114,7 @@ class DatasetListView(TaskDatasetView):
 class RoundDatasetView(TaskDatasetView):
     """GET …/rounds/{n}/dataset/?format=jsonl|csv|parquet&split=train|dev|test&version=latest|N|live"""
 
+    @extend_schema(parameters=FILE_PARAMS, responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request, slug: str, number: str) -> StreamingHttpResponse:
         task = self.get_task()
         round = self.round_or_400(task)
@@ -124,6 +135,7 @@ class RoundDatasetView(TaskDatasetView):
 class RoundBundleView(TaskDatasetView):
     """GET …/rounds/{n}/bundle/?version=latest|N|live: the zip (files, README.md card, SHA256SUMS)."""
 
+    @extend_schema(parameters=FILE_PARAMS[2:], responses={(200, "application/zip"): OpenApiTypes.BINARY})
     def get(self, request, slug: str, number: str) -> StreamingHttpResponse:
         task = self.get_task()
         round = self.round_or_400(task)
@@ -144,6 +156,7 @@ class RoundBundleView(TaskDatasetView):
 class PublishView(TaskDatasetView):
     """POST …/rounds/{n}/snapshots/: owners publish the round's current data as a new version."""
 
+    @extend_schema(request=PublishSerializer, responses={200: SnapshotSerializer, 201: SnapshotSerializer})
     def post(self, request, slug: str, number: str) -> Response:
         task = self.get_task()
         round = self.round_or_400(task)
@@ -180,6 +193,7 @@ class TokenListView(ListCreateAPIView):
 class TokenRevokeView(APIView):
     """DELETE /api/tokens/readonly/{id}/: revoke one of your tokens."""
 
+    serializer_class = TokenSerializer
     authentication_classes = AUTHENTICATION
     permission_classes = [IsAuthenticated]
 
