@@ -16,7 +16,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 from tqdm.auto import tqdm
 
-from hardness.encoding import length_sorted_batches, mean_pool, n_batches
+from hardness.encoding import additive_mask, length_sorted_batches, mean_pool, n_batches
 
 
 class TopBlockHead(nn.Module):
@@ -29,8 +29,7 @@ class TopBlockHead(nn.Module):
         self.head = copy.deepcopy(head).eval()
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        additive = (1.0 - mask[:, None, None, :].to(hidden.dtype)) * torch.finfo(hidden.dtype).min
-        return self.head(mean_pool(self.block(hidden, additive), mask))
+        return self.head(mean_pool(self.block(hidden, additive_mask(mask, hidden.dtype)), mask))
 
 
 def _per_sample_norms(model: TopBlockHead, hidden: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -48,8 +47,11 @@ def _per_sample_norms(model: TopBlockHead, hidden: torch.Tensor, mask: torch.Ten
 def top_block_inputs(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
     """Hidden states entering the last block (lower blocks run once, batched, without autograd)."""
     with torch.inference_mode():
-        out = encoder(input_ids=input_ids, attention_mask=attention_mask, output_hidden_states=True)
-    return out.hidden_states[-2].clone()
+        hidden = encoder.embeddings(input_ids=input_ids)
+        ext = additive_mask(attention_mask, hidden.dtype)
+        for layer in encoder.encoder.layer[:-1]:
+            hidden = layer(hidden, ext)
+    return hidden.clone()
 
 
 def gradnorm_deep(

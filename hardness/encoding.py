@@ -40,6 +40,11 @@ def n_batches(n: int, batch_size: int) -> int:
     return (n + batch_size - 1) // batch_size
 
 
+def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """(batch, seq) 0/1 mask → (batch, 1, 1, seq) additive attention mask, as a BERT block takes it."""
+    return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+
+
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Masked mean over tokens (sentence-transformers pooling, without the L2 norm: the norm of h matters
     to GradNorm, and a head on normalised features would make GradNorm a multiple of EL2N)."""

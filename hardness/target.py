@@ -16,11 +16,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hardness.encoding import length_sorted_batches, mean_pool
-
-
-def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    return (1.0 - mask[:, None, None, :].to(dtype)) * torch.finfo(dtype).min
+from hardness.encoding import additive_mask, length_sorted_batches, mean_pool
 
 
 class EncoderClassifier(nn.Module):
