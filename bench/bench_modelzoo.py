@@ -155,13 +155,14 @@ def bench_batching(server, version, inputs, clients: int, seconds: float) -> dic
     client = server.client()
     mar = build_mar(version.artifact_path, "bench-throughput", server.model_store)
     out = {}
-    for label, batch, delay in (("off", 1, 0), ("on", 16, 10)):
-        client.register(mar.name, "bench-throughput", batch_size=batch, max_batch_delay_ms=delay, workers=2)
+    for label, batch, delay, workers in (("off-2", 1, 0, 2), ("off-1", 1, 0, 1), ("on-1", 16, 10, 1), ("on-2", 16, 10, 2)):
+        client.register(mar.name, "bench-throughput", batch_size=batch, max_batch_delay_ms=delay, workers=workers)
         client.wait_ready("bench-throughput")
         throughput(client, "bench-throughput", inputs, clients, 1.5)  # warm-up
         out[label] = throughput(client, "bench-throughput", inputs, clients, seconds)
         client.unregister("bench-throughput")
-        print(f"throughput batching {label}: {out[label]:.1f} examples/s", flush=True)
+        print(f"throughput batching {label} workers: {out[label]:.1f} examples/s", flush=True)
+    out["off"], out["on"] = max(out["off-1"], out["off-2"]), max(out["on-1"], out["on-2"])
     return out
 
 
@@ -227,14 +228,16 @@ batch_size 1).
 
 TorchServe - in process at p50: {gap:+.1f} ms. Goal <= +10 ms: {ok(gap <= 10)}.
 
-## 3. Throughput of concurrent single-example requests (one model, 2 workers, {args.clients} clients, {args.seconds:.0f} s)
+## 3. Throughput of concurrent single-example requests (one model, {args.clients} clients, {args.seconds:g} s each)
 
-| dynamic batching | examples/s |
-|---|---|
-| off (batch_size 1) | {thr["off"]:.1f} |
-| on (batch_size 16, max_batch_delay 10 ms) | {thr["on"]:.1f} |
+The clients run on the same 2 cores as TorchServe (16 Python threads over HTTP keep-alive).
 
-Speed-up {speedup:.2f}x. Goal >= 2x: {ok(speedup >= 2)}.
+| dynamic batching | 1 worker | 2 workers |
+|---|---|---|
+| off (batch_size 1) | {thr["off-1"]:.1f} | {thr["off-2"]:.1f} |
+| on (batch_size 16, max_batch_delay 10 ms) | {thr["on-1"]:.1f} | {thr["on-2"]:.1f} |
+
+Best with batching / best without: {speedup:.2f}x. Goal >= 2x: {ok(speedup >= 2)}.
 
 ## 4. Explanation latency, {fast["tokens"]}-token input (one member)
 

@@ -47,6 +47,10 @@ class InProcessBackend(Backend):
             return action(predictor)
         except (KeyError, ValueError, TypeError) as exc:
             raise BackendError(f"model {ref.name} cannot take this input: {exc}", retryable=False) from exc
+        except BackendError:
+            raise
+        except Exception as exc:  # callers handle one error type; a model that crashes will crash again
+            raise BackendError(f"model {ref.name} failed: {type(exc).__name__}: {exc}", retryable=False) from exc
 
     def prepare(self, models: list[ModelRef]) -> None:
         for ref in models:

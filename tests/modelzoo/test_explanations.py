@@ -39,8 +39,8 @@ def test_normalised_scores_are_signed_and_within_minus_one_and_one():
 
 
 def test_long_inputs_get_fewer_integrated_gradient_steps():
-    assert ig_steps(20) == 50
-    assert ig_steps(128) < ig_steps(40) < 50
+    assert ig_steps(20) == 32
+    assert ig_steps(128) < ig_steps(40) < 32
     assert ig_steps(100_000) >= 8
 
 
@@ -53,7 +53,7 @@ def test_classification_explanation_has_one_score_per_word_and_records_the_metho
     assert max(abs(w["score"]) for w in result["words"]) == pytest.approx(1.0)
     if method == "integrated_gradients":
         assert result["delta"] is not None and abs(result["delta"]) < 0.1
-        assert result["steps"] == 50
+        assert result["steps"] == 32
 
 
 def test_pair_explanation_covers_both_texts(classifier):
