@@ -47,6 +47,7 @@ class HardbenchConfig:
     datamap_epochs: int = 5
     scorer_seed: int = 0
     deep_batch_size: int = 16
+    deep_method: str = "vmap"  # or "ghost" (same norms, faster on CPU)
 
 
 @dataclass
@@ -114,7 +115,8 @@ def score_pool(config: HardbenchConfig, encoder, tokenizer, timer: Timer) -> Sco
     with timer.step("gradnorm_deep (top block + head, vmap)"):
         deep = _cached_array(config.cache_dir / f"{tag}-gradnorm_deep-{_head_key(head)}.npy",
                              lambda: gradnorm_deep(encoder, head, tokenizer, train.texts, train.labels,
-                                                   config.deep_batch_size, "gradnorm_deep"))
+                                                   config.deep_batch_size, "gradnorm_deep",
+                                                   config.deep_method))
     ctx = scores.ScoringContext(train.labels, probs, feats, providers={
         "el2n_runs": lambda: el2n_runs, "epoch_probs": lambda: epoch_probs, "gradnorm_deep": lambda: deep})
     dev_acc = float((probs_of(head, dev_feats).argmax(1) == dev.labels).mean())

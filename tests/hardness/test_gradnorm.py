@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from torch import nn
 
@@ -27,18 +28,20 @@ def test_closed_form_head_gradnorm_equals_autograd_per_example_norm(tiny_encoder
     np.testing.assert_allclose(closed, expected, rtol=1e-5)
 
 
-def test_gradnorm_deep_equals_naive_per_example_backward_loop(tiny_encoder, tokenizer, sst2_slice):
+@pytest.mark.parametrize("method", ["vmap", "ghost"])
+def test_gradnorm_deep_equals_naive_per_example_backward_loop(tiny_encoder, tokenizer, sst2_slice, method):
     head = _head(tiny_encoder.config.hidden_size)
-    batched = gradnorm_deep(tiny_encoder, head, tokenizer, sst2_slice.texts, sst2_slice.labels, batch_size=16)
+    batched = gradnorm_deep(tiny_encoder, head, tokenizer, sst2_slice.texts, sst2_slice.labels, 16, method=method)
     naive = gradnorm_deep_naive(tiny_encoder, head, tokenizer, sst2_slice.texts, sst2_slice.labels)
     np.testing.assert_allclose(batched, naive, rtol=1e-4, atol=1e-6)
 
 
-def test_gradnorm_deep_does_not_depend_on_batch_padding(tiny_encoder, tokenizer, sst2_slice):
+@pytest.mark.parametrize("method", ["vmap", "ghost"])
+def test_gradnorm_deep_does_not_depend_on_batch_padding(tiny_encoder, tokenizer, sst2_slice, method):
     head = _head(tiny_encoder.config.hidden_size)
     texts, labels = sst2_slice.texts[:12], sst2_slice.labels[:12]
-    one = gradnorm_deep(tiny_encoder, head, tokenizer, texts, labels, batch_size=1)
-    many = gradnorm_deep(tiny_encoder, head, tokenizer, texts, labels, batch_size=12)
+    one = gradnorm_deep(tiny_encoder, head, tokenizer, texts, labels, batch_size=1, method=method)
+    many = gradnorm_deep(tiny_encoder, head, tokenizer, texts, labels, batch_size=12, method=method)
     np.testing.assert_allclose(one, many, rtol=1e-4, atol=1e-6)
 
 

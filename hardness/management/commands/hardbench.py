@@ -30,6 +30,8 @@ class Command(BaseCommand):
                             help="target: top blocks fine-tuned with the head (0 or less: all blocks)")
         parser.add_argument("--out", type=Path, default=Path(settings.VAR_DIR) / "hardbench")
         parser.add_argument("--cache", type=Path, default=Path(settings.VAR_DIR) / "cache" / "hardbench")
+        parser.add_argument("--deep-method", choices=["vmap", "ghost"], default="vmap",
+                            help="gradnorm_deep: torch.func vmap per-sample grads, or ghost norms (same values, faster)")
         parser.add_argument("--threads", type=int, default=1,
                             help="torch threads; 1 by default: on a shared 2-core machine two threads oversubscribe")
 
@@ -44,7 +46,7 @@ class Command(BaseCommand):
         config = HardbenchConfig(
             data_dir=Path(settings.DATA_DIR), out_dir=opts["out"], cache_dir=opts["cache"], ks=opts["k"],
             seeds=opts["seeds"], strategies=opts["strategies"], max_train_rows=opts["max_train_rows"],
-            epochs=opts["epochs"], trainable_blocks=opts["trainable_blocks"] if opts["trainable_blocks"] > 0 else None,
+            deep_method=opts["deep_method"], epochs=opts["epochs"], trainable_blocks=opts["trainable_blocks"] if opts["trainable_blocks"] > 0 else None,
         )
         summary = run(config, load_encoder(), load_tokenizer())
         self.stdout.write(f"report: {config.out_dir / 'report.md'}")
