@@ -77,6 +77,7 @@ class Example(models.Model):
             models.Index(fields=["round", "scoring_state"]),
             models.Index(fields=["round", "consensus", "fooled"]),
             models.Index(fields=["author", "created_at"]),
+            models.Index(fields=["round", "split"]),
         ]
 
     def __str__(self) -> str:

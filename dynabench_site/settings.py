@@ -129,7 +129,9 @@ STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
     # Token first, so an unauthenticated API call answers 401 with WWW-Authenticate (not 403).
+    # Read-only dataset tokens ("Bearer dro_…") first: they refuse unsafe methods on every endpoint.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "exports.authentication.ReadOnlyTokenAuthentication",
         "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
@@ -151,7 +153,42 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
-CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Throttle counters live in the cache: share one (Redis) between web processes when scaling out.
+CACHE_URL = env_url("CACHE_URL", None, ["redis", "rediss"])
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+    if CACHE_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
+
+# Scoring retries (annotation): exponential backoff from the base, capped number of tries.
+SCORING_RETRY_BASE_SECONDS = float(env_int("SCORING_RETRY_BASE_SECONDS", 2, minimum=1))
+SCORING_MAX_RETRIES = env_int("SCORING_MAX_RETRIES", 10, minimum=0)
+SCORING_STALE_SECONDS = float(env_int("SCORING_STALE_SECONDS", 30, minimum=1))
+
+# TorchServe registration defaults per model (dynamic batching).
+TORCHSERVE_BATCH_SIZE = env_int("TORCHSERVE_BATCH_SIZE", 8, minimum=1)
+TORCHSERVE_MAX_BATCH_DELAY_MS = env_int("TORCHSERVE_MAX_BATCH_DELAY_MS", 5, minimum=0)
+TORCHSERVE_WORKERS = env_int("TORCHSERVE_WORKERS", 1, minimum=1)
+MODEL_EXPLANATION_METHOD = env_choice(
+    "MODEL_EXPLANATION_METHOD", "input_x_gradient", ["input_x_gradient", "integrated_gradients"]
+)
+
+# Round pipeline: where jobs run ("" = Celery with a broker, a subprocess without), upload limits.
+ROUNDS_JOB_RUNNER = env_choice("ROUNDS_JOB_RUNNER", "", ["", "celery", "subprocess", "thread", "inline"])
+ROUNDS_UPLOAD_MAX_MB = env_int("ROUNDS_UPLOAD_MAX_MB", 600, minimum=1)
+ROUNDS_PIPELINE_STALE_S = env_int("ROUNDS_PIPELINE_STALE_S", 1800, minimum=60)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+
+EXPORTS_DIR = env_path("EXPORTS_DIR", VAR_DIR / "exports", base=BASE_DIR)
+
+# Periodic housekeeping when Celery beat runs (`celery -A dynabench_site beat`).
+CELERY_BEAT_SCHEDULE = {
+    "score-pending": {"task": "annotation.score_pending", "schedule": 60.0},
+    "purge-expired-leases": {"task": "validation.purge_expired_leases", "schedule": 300.0},
+    "sync-validation-queue": {"task": "validation.sync_queue", "schedule": 600.0},
+}
 
 LOGGING = {
     "version": 1,

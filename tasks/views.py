@@ -8,6 +8,7 @@ from annotation.models import Example
 from tasks import roles
 from tasks.forms import SignupForm
 from tasks.models import Task
+from validation.stats import task_stats
 
 
 def home(request):
@@ -28,6 +29,7 @@ def task_detail(request, slug: str):
             "rounds": rounds,
             "figures": Example.objects.filter(round__task=task).figures(),
             "roles": roles.role_names(request.user, task),
+            "stats": task_stats(task),
         },
     )
 

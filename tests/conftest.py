@@ -103,3 +103,10 @@ def browser(chromium, live_server):
     chromium.login = login
     chromium.base_url = live_server.url
     return chromium
+
+
+def pytest_configure(config):
+    """Fast password hashing in tests (PBKDF2 dominates otherwise)."""
+    from django.conf import settings as django_settings
+
+    django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
