@@ -84,7 +84,9 @@ def chromium():
 @pytest.fixture
 def browser(chromium, live_server):
     """Chromium pointed at the live server; `browser.login(user)` signs in through the login page."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     from tests.factories import PASSWORD
 
@@ -98,6 +100,12 @@ def browser(chromium, live_server):
         chromium.find_element(By.NAME, "username").send_keys(user.username)
         chromium.find_element(By.NAME, "password").send_keys(PASSWORD)
         chromium.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+        # Wait for the signed-in page itself: elements of the login page go stale while it navigates.
+        WebDriverWait(chromium, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda d: "/accounts/login/" not in d.current_url
+            and d.execute_script("return document.readyState") == "complete"
+            and user.username in d.find_element(By.CLASS_NAME, "topbar").text
+        )
 
     chromium.go = go
     chromium.login = login

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as EC
@@ -15,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def wait(browser, seconds: float = 20) -> WebDriverWait:
-    return WebDriverWait(browser, seconds)
+    return WebDriverWait(browser, seconds, ignored_exceptions=(StaleElementReferenceException,))
 
 
 def open_create(browser, writer, task) -> None:

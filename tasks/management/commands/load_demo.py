@@ -87,7 +87,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{task.slug}: task {state}; {new} new contexts and labelled items")
 
     def _print_credentials(self) -> None:
-        self.stdout.write(self.style.SUCCESS("\nDemo accounts (password for all: %s)" % DEMO_PASSWORD))
+        self.stdout.write(self.style.SUCCESS(f"\nDemo accounts (password for all: {DEMO_PASSWORD})"))
         for name in PERSONAS:
             self.stdout.write(f"  {name:<11} {self._what(name)}")
 
