@@ -62,3 +62,13 @@ def test_sanity_figures():
     assert overlap(np.array([1, 2, 3, 4]), np.array([3, 4, 5, 6])) == 0.5
     rho = spearman_matrix({"a": np.array([1.0, 2, 3]), "b": np.array([10.0, 20, 30]), "c": np.array([3.0, 2, 1])})
     assert rho[("a", "b")] == pytest.approx(1.0) and rho[("a", "c")] == pytest.approx(-1.0)
+
+
+def test_finetuned_weak_scorer_gives_probabilities_and_features(tiny_encoder, tokenizer, sst2_slice):
+    from hardness.scorers import FeatureScorer, finetuned_scorer
+
+    scorer = finetuned_scorer(tiny_encoder, tokenizer, sst2_slice.texts, sst2_slice.labels, ["negative", "positive"])
+    inputs = [{"text": t} for t in sst2_slice.texts[:5]]
+    probs = scorer.predict_proba(inputs)
+    assert isinstance(scorer, FeatureScorer) and probs.shape == (5, 2)
+    np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-6)
