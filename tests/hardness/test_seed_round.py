@@ -91,3 +91,13 @@ def test_head_scorer_supports_gradnorm_seeding(pool, tiny_encoder, tokenizer, ss
     rnd = RoundFactory(task=pool, number=1)
     result = seed_round(pool, rnd, 4, score="gradnorm", scorer=scorer)
     assert result.items_seeded == 8 and 0.0 <= result.seeds_misclassified <= 1.0
+
+
+def test_without_a_scorer_seeding_fits_the_weak_scorer_on_the_items(pool, tiny_encoder, monkeypatch):
+    import modelzoo.encoder
+
+    monkeypatch.setattr(modelzoo.encoder, "load_encoder", lambda: tiny_encoder)
+    rnd = RoundFactory(task=pool, number=1)
+    result = seed_round(pool, rnd, 2)
+    assert result.items_seeded == 4 and result.items_scored == 48
+    assert LabeledItem.objects.filter(seed_round=rnd).count() == 4
