@@ -19,8 +19,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from pgdb import PG, admin_sql, recreate  # noqa: E402
+
 DB = "bench_exports"
-PG = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
 
 FILL_SQL = """
 INSERT INTO auth_user (password, is_superuser, username, first_name, last_name, email, is_staff, is_active, date_joined)
@@ -59,16 +61,6 @@ WHERE e.round_id = (SELECT id FROM tasks_round WHERE number = %(number)s) AND e.
 """
 
 
-def admin_sql(statement: str) -> None:
-    import psycopg2
-
-    conn = psycopg2.connect(f"{PG}/postgres")
-    conn.autocommit = True
-    try:
-        conn.cursor().execute(statement)
-    finally:
-        conn.close()
-
 
 def child_env() -> dict[str, str]:
     return {**os.environ, "DATABASE_URL": f"{PG}/{DB}", "DJANGO_SETTINGS_MODULE": "dynabench_site.settings"}
@@ -77,9 +69,7 @@ def child_env() -> dict[str, str]:
 def create_database(sizes: list[int]) -> None:
     import psycopg2
 
-    admin_sql(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-    admin_sql(f"CREATE DATABASE {DB}")
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=child_env(), check=True)
+    recreate(DB, child_env())
     conn = psycopg2.connect(f"{PG}/{DB}")
     with conn, conn.cursor() as cur:
         cur.execute(FILL_SQL)

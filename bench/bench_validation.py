@@ -17,15 +17,16 @@ import os
 import random
 import re
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from pgdb import PG, admin_sql, recreate  # noqa: E402
+
 DB = "bench_validation"
-PG = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
 WRITERS, VALIDATORS = 2000, 50
 
 FILL_SQL = """
@@ -74,23 +75,11 @@ FROM annotation_example e LEFT JOIN (
 """
 
 
-def admin_sql(statement: str) -> None:
-    import psycopg2
-
-    conn = psycopg2.connect(f"{PG}/postgres")
-    conn.autocommit = True
-    try:
-        conn.cursor().execute(statement)
-    finally:
-        conn.close()
-
 
 def create_database(rows: int) -> None:
     import psycopg2
 
-    admin_sql(f"DROP DATABASE IF EXISTS {DB} WITH (FORCE)")
-    admin_sql(f"CREATE DATABASE {DB}")
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=dict(os.environ), check=True)
+    recreate(DB, dict(os.environ))
     conn = psycopg2.connect(f"{PG}/{DB}")
     params = {"rows": rows, "decided": int(rows * 0.7), "writers": WRITERS, "validators": VALIDATORS}
     with conn, conn.cursor() as cur:
