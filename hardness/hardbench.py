@@ -47,7 +47,7 @@ class HardbenchConfig:
     datamap_epochs: int = 5
     scorer_seed: int = 0
     deep_batch_size: int = 16
-    deep_method: str = "vmap"  # or "ghost" (same norms, faster on CPU)
+    deep_method: str = "ghost"  # or "vmap" (torch.func per-sample grads; same norms, slower on CPU)
 
 
 @dataclass

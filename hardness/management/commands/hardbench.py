@@ -30,7 +30,7 @@ class Command(BaseCommand):
                             help="target: top blocks fine-tuned with the head (0 or less: all blocks)")
         parser.add_argument("--out", type=Path, default=Path(settings.VAR_DIR) / "hardbench")
         parser.add_argument("--cache", type=Path, default=Path(settings.VAR_DIR) / "cache" / "hardbench")
-        parser.add_argument("--deep-method", choices=["vmap", "ghost"], default="vmap",
+        parser.add_argument("--deep-method", choices=["vmap", "ghost"], default="ghost",
                             help="gradnorm_deep: torch.func vmap per-sample grads, or ghost norms (same values, faster)")
         parser.add_argument("--threads", type=int, default=1,
                             help="torch threads; 1 by default: on a shared 2-core machine two threads oversubscribe")
