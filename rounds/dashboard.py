@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from django.db.models import Count, Q
-
 from annotation.managers import rate
 from annotation.models import Example
 from rounds.charts import Series, bar_chart, line_chart
@@ -21,8 +19,9 @@ def visible_rounds(task: Task) -> list[Round]:
 
 
 def round_figures(task: Task) -> list[dict[str, Any]]:
-    return [{"round": r.number, "status": r.status, **Example.objects.filter(round=r).figures()}
-            for r in visible_rounds(task)]
+    per_round = Example.objects.filter(round__task=task).figures_by("round__number")
+    empty = Example.objects.none().figures()
+    return [{"round": r.number, "status": r.status, **per_round.get(r.number, empty)} for r in visible_rounds(task)]
 
 
 def fooling_over_time(round_: Round, buckets: int = 12) -> list[dict[str, Any]]:
@@ -62,13 +61,7 @@ def ensemble_matrix(task: Task) -> dict[str, Any]:
 
 
 def annotators(task: Task, limit: int = 20) -> list[dict[str, Any]]:
-    rows = (Example.objects.filter(round__task=task, retracted=False).values("author__username")
-            .annotate(n_collected=Count("id"), n_fooled=Count("id", filter=Q(fooled=True)),
-                      n_verified=Count("id", filter=Q(fooled=True, consensus="verified")))
-            .order_by("-n_verified", "-n_fooled", "author__username")[:limit])
-    return [{"username": r["author__username"], "collected": r["n_collected"], "fooled": r["n_fooled"],
-             "verified_fooled": r["n_verified"], "mer": rate(r["n_fooled"], r["n_collected"]),
-             "vmer": rate(r["n_verified"], r["n_collected"])} for r in rows]
+    return Example.objects.filter(round__task=task).leaderboard()[:limit]
 
 
 def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:

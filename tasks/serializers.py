@@ -55,4 +55,6 @@ class TaskDetailSerializer(TaskListSerializer):
 
     @extend_schema_field(serializers.DictField(child=FiguresSerializer()))
     def get_round_figures(self, task: Task) -> dict:
-        return {str(r.number): Example.objects.filter(round=r).figures() for r in task.rounds.all()}
+        per_round = Example.objects.filter(round__task=task).figures_by("round__number")
+        empty = Example.objects.none().figures()
+        return {str(r.number): per_round.get(r.number, empty) for r in task.rounds.all()}

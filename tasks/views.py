@@ -19,7 +19,9 @@ def home(request):
 
 def task_detail(request, slug: str):
     task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
-    rounds = [{"round": r, "figures": Example.objects.filter(round=r).figures()} for r in task.rounds.all()]
+    per_round = Example.objects.filter(round__task=task).figures_by("round__number")
+    empty = Example.objects.none().figures()
+    rounds = [{"round": r, "figures": per_round.get(r.number, empty)} for r in task.rounds.all()]
     return render(
         request,
         "tasks/task_detail.html",

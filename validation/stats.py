@@ -8,7 +8,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from itertools import permutations
 from typing import Any
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 
 from annotation.managers import rate
 from annotation.models import Example
@@ -19,48 +19,14 @@ from validation.models import Validation
 C = Example.Consensus
 
 
-def counts() -> dict[str, Count]:
-    """The per-state counts behind every figure (prefixed: aggregate names may not shadow fields)."""
-    return {
-        "n_collected": Count("id"),
-        "n_fooled": Count("id", filter=Q(fooled=True)),
-        "n_verified": Count("id", filter=Q(consensus=C.VERIFIED)),
-        "n_verified_fooled": Count("id", filter=Q(fooled=True, consensus=C.VERIFIED)),
-        "n_rejected": Count("id", filter=Q(consensus=C.REJECTED)),
-        "n_flagged": Count("id", filter=Q(consensus=C.FLAGGED)),
-        "n_disputed": Count("id", filter=Q(consensus=C.DISPUTED)),
-    }
-
-
-def unprefix(row: dict[str, Any]) -> dict[str, Any]:
-    return {key.removeprefix("n_"): value for key, value in row.items()}
-
-
 def figures(examples: QuerySet[Example]) -> dict[str, Any]:
     """MER, vMER, rejection and flag rates of a set of examples (retracted ones do not count)."""
-    return with_rates(unprefix(examples.filter(retracted=False).aggregate(**counts())))
-
-
-def with_rates(raw: dict[str, int]) -> dict[str, Any]:
-    decided = raw["verified"] + raw["rejected"] + raw["flagged"]
-    return {
-        **raw,
-        "decided": decided,
-        "mer": rate(raw["fooled"], raw["collected"]),
-        "vmer": rate(raw["verified_fooled"], raw["collected"]),
-        "rejection_rate": rate(raw["rejected"], decided),
-        "flag_rate": rate(raw["flagged"], decided),
-    }
+    return examples.figures()
 
 
 def annotators(examples: QuerySet[Example]) -> list[dict[str, Any]]:
     """Per writer: the same figures, ranked as a leaderboard (verified fooled, then vMER, then MER)."""
-    rows = examples.filter(retracted=False).values("author__username").annotate(**counts()).order_by()
-    board = [{"username": r.pop("author__username"), **with_rates(unprefix(r))} for r in rows]
-    board.sort(key=lambda r: (-r["verified_fooled"], -(r["vmer"] or 0), -(r["mer"] or 0), r["username"]))
-    for rank, row in enumerate(board, start=1):
-        row["rank"] = rank
-    return board
+    return examples.leaderboard()
 
 
 def krippendorff_alpha(units: Iterable[Sequence[Hashable]]) -> float | None:
