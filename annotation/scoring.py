@@ -61,7 +61,7 @@ def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = Tr
 def model_input_for(example: Example) -> dict[str, str]:
     task = example.round.task
     payload = example.context.payload if example.context else {}
-    return task.kind_impl.model_input(task.settings, payload, example.input)
+    return task.kind_impl.model_input(task.typed_config, payload, example.input)
 
 
 def claim(example: Example) -> int | None:
@@ -93,7 +93,7 @@ def score_example(example_id: int) -> Outcome:
 
 def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:
     task = example.round.task
-    fooled = task.kind_impl.is_fooled(task.settings, example.target, verdict["ensemble"])
+    fooled = task.kind_impl.is_fooled(task.typed_config, example.target, verdict["ensemble"])
     stored = Example.objects.filter(
         pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token
     ).update(
@@ -173,7 +173,7 @@ def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
         "context_id": clean.context.pk if clean.context else None,
         "input": clean.input,
         "target": clean.target,
-        "fooled": task.kind_impl.is_fooled(task.settings, clean.target, verdict["ensemble"]),
+        "fooled": task.kind_impl.is_fooled(task.typed_config, clean.target, verdict["ensemble"]),
         "ensemble_prediction": verdict["ensemble"],
         "model_predictions": verdict["models"],
         "explanation": verdict.get("explanation"),

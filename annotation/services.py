@@ -86,7 +86,7 @@ def next_context(task: Task, round: Round, exclude: int | None = None) -> Contex
     candidates = context_candidates(task, round)
     if exclude is not None and candidates.exclude(pk=exclude).exists():
         candidates = candidates.exclude(pk=exclude)
-    context = get_strategy(task.settings.sampling)(candidates)
+    context = get_strategy(task.typed_config.sampling)(candidates)
     if context is not None:
         Context.objects.filter(pk=context.pk).update(times_used=F("times_used") + 1)
         context.times_used += 1
@@ -119,7 +119,7 @@ def resolve_context(task: Task, round: Round, context_id: Any, config: TaskConfi
 
 def clean_submission(task: Task, sub: Submission) -> CleanSubmission:
     """Validate everything the writer sent against the task kind; raises InputError or Conflict."""
-    config = task.settings
+    config = task.typed_config
     kind = task.kind_impl
     round = open_round(task, sub.round_number)
     context = resolve_context(task, round, sub.context_id, config)
@@ -159,7 +159,7 @@ def submit(user, task: Task, sub: Submission) -> SubmitResult:
             example = Example.objects.create(
                 round=clean.round, context=clean.context, author=user, input=clean.input, target=clean.target,
                 idempotency_key=key, time_spent_ms=sub.time_spent_ms,
-                metadata={"kind": task.kind, "sampling": task.settings.sampling},
+                metadata={"kind": task.kind, "sampling": task.typed_config.sampling},
             )
             transaction.on_commit(lambda: enqueue_scoring(example.pk))
     except IntegrityError:

@@ -19,7 +19,7 @@ class TaskSubmissionThrottle(UserRateThrottle):
 
     def allow_request(self, request, view) -> bool:
         task = getattr(view, "get_task", lambda: None)()
-        self.rate = task.settings.submission_rate if task is not None else self.get_rate()
+        self.rate = task.typed_config.submission_rate if task is not None else self.get_rate()
         self.num_requests, self.duration = self.parse_rate(self.rate)
         self.task_slug = task.slug if task is not None else "-"
         return super().allow_request(request, view)

@@ -15,7 +15,7 @@ from tasks.models import Task
 
 def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
     """What create.js needs to know about the task (passed with json_script)."""
-    config = task.settings
+    config = task.typed_config
     return {
         "slug": task.slug,
         "kind": task.kind,
@@ -31,7 +31,7 @@ def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
 def context_rows(task: Task, context) -> list[tuple[str, str]]:
     if context is None:
         return []
-    return [(name, str(context.payload.get(name, ""))) for name in task.settings.context_fields]
+    return [(name, str(context.payload.get(name, ""))) for name in task.typed_config.context_fields]
 
 
 @login_required
@@ -46,7 +46,7 @@ def create(request, slug: str):
         "annotation/create.html",
         {
             "task": task,
-            "settings": task.settings,
+            "config": task.typed_config,
             "round": round,
             "context": context,
             "context_rows": context_rows(task, context),

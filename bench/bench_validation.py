@@ -138,7 +138,7 @@ def query_only(calls: int, seed: int) -> list[float]:
     from validation import queue
 
     task = Task.objects.get(slug="bench")
-    rule = task.settings.validation
+    rule = task.typed_config.validation
     validators = list(User.objects.filter(groups__name="validator").order_by("id"))
     rng, times = random.Random(seed), []
     for _ in range(calls):
@@ -159,7 +159,7 @@ def queue_query(user):
 
     task = Task.objects.get(slug="bench")
     return (
-        queue.open_items(task, task.settings.validation).exclude(example__author=user)
+        queue.open_items(task, task.typed_config.validation).exclude(example__author=user)
         .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
         .annotate(held=queue.held_by_others(user, timezone.now())).filter(held__lt=F("needed"))
         .order_by(F("fooled").desc(), "votes", "example")

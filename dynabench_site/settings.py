@@ -28,6 +28,9 @@ DATABASE_URL = env_url(
 )
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0))}
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # The embedded default keeps its database in var/, which git ignores: a fresh clone must create it.
+    if DATABASES["default"]["NAME"] != ":memory:":
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     # Concurrent page and API requests on the embedded default must wait, not fail, on a locked file.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

@@ -71,7 +71,7 @@ def _label_table(stats: Stats, parts: list[str]) -> tuple[list[str], list[list[i
 
 def render_card(info: CardInfo) -> str:
     task = info.round.task
-    config = task.settings
+    config = task.typed_config
     parts = [name for name in ("train", "dev", "test", "excluded") if name in info.stats.rows]
     labels, label_rows = _label_table(info.stats, parts)
     data_files = [f for f in info.files if f["format"] == (info.files[0]["format"] if info.files else "")]

@@ -50,7 +50,7 @@ class SplitRule:
 
     @classmethod
     def of(cls, task: Task) -> SplitRule:
-        ratios = task.settings.splits
+        ratios = task.typed_config.splits
         return cls(task.pk, ratios.seed, ratios.train, ratios.dev)
 
     def bucket(self, example_id: int) -> str:

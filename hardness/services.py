@@ -43,7 +43,7 @@ def context_pool(task: Task, round: Round):
 
 
 def item_inputs(task: Task, items: Sequence[LabeledItem]) -> list[dict[str, str]]:
-    kind, config = task.kind_impl, task.settings
+    kind, config = task.kind_impl, task.typed_config
     return [kind.model_input(config, item.context or {}, item.input) for item in items]
 
 
@@ -70,7 +70,7 @@ def default_scorer(task: Task, items: Sequence[LabeledItem]) -> HeadScorer:
     from hardness.scorers import frozen_head_scorer, input_text
     from modelzoo.encoder import load_encoder, load_tokenizer
 
-    names = list(task.settings.labels)
+    names = list(task.typed_config.labels)
     known = [i for i in items if task.kind_impl.target_label(i.target) in names]
     if not known:
         raise ValueError("no labelled train items to fit a weak scorer on; pass a scorer")
@@ -131,7 +131,7 @@ def seed_round(
         raise ValueError(f"context_score {context_score!r} needs gold labels; contexts have none")
     items = list(item_pool(task, round)) if include_items else []
     contexts = list(context_pool(task, round)) if include_contexts else []
-    scorer = default_scorer(task, items) if scorer is None else as_scorer(scorer, task.settings.labels)
+    scorer = default_scorer(task, items) if scorer is None else as_scorer(scorer, task.typed_config.labels)
     items, item_values, item_chosen, mis = _score_items(task, items, scorer, score, k)
     ctx_values, ctx_chosen = _score_contexts(contexts, scorer, context_score, k)
     with transaction.atomic():

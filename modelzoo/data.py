@@ -34,7 +34,7 @@ class LabelledSet:
 
 
 def labeled_items(task: Task, collections: list[str] | None = None, split: str = "train") -> LabelledSet:
-    kind, config = task.kind_impl, task.settings
+    kind, config = task.kind_impl, task.typed_config
     rows = LabeledItem.objects.filter(task=task, split=split).order_by("id")
     if collections:
         rows = rows.filter(collection__in=collections)
@@ -50,7 +50,7 @@ def verified_examples(task: Task, rounds: list[int] | None = None, split: str | 
     `for_training` leaves out examples already assigned to a dev or test split."""
     from annotation.models import Example
 
-    kind, config = task.kind_impl, task.settings
+    kind, config = task.kind_impl, task.typed_config
     rows = Example.objects.filter(round__task=task, consensus=Example.Consensus.VERIFIED, retracted=False)
     if rounds:
         rows = rows.filter(round__number__in=rounds)
@@ -75,7 +75,7 @@ def jsonl(task: Task, path: Path | str, preset: str | None = None) -> LabelledSe
     records = parse_rows(task, spec, read_jsonl(path), report)
     if report.errors:
         raise ImportFailed(report)
-    kind, config = task.kind_impl, task.settings
+    kind, config = task.kind_impl, task.typed_config
     out = LabelledSet(f"jsonl:{preset + ':' if preset else ''}{path}")
     for r in records:
         out.add(kind.model_input(config, r["context"], r["input"]), r["target"], r["key"])

@@ -186,7 +186,7 @@ def evaluate(version: ModelVersion, dataset: str) -> Evaluation:
     if not labelled.inputs:
         raise ValueError(f"dataset {dataset!r} of task {task.slug} is empty")
     predictions = predict_with([version], labelled.inputs)
-    metrics = task.kind_impl.evaluate(task.settings, labelled.targets, predictions)
+    metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, predictions)
     evaluation, _ = Evaluation.objects.update_or_create(
         model_version=version, dataset=dataset, defaults={"size": len(labelled.inputs), "metrics": metrics}
     )
@@ -200,7 +200,7 @@ def default_spec(task, **overrides: Any) -> TrainSpec:
     """Training settings for a task's kind; `None` overrides are ignored."""
     head = task.kind_impl.head
     base: dict[str, Any] = {"head": head, "max_length": 256 if head == "qa" else 128,
-                            "labels": list(task.settings.labels) if head == "classification" else []}
+                            "labels": list(task.typed_config.labels) if head == "classification" else []}
     base.update({k: v for k, v in overrides.items() if v is not None})
     return TrainSpec(**base)
 

@@ -28,7 +28,7 @@ def tiny_artifact(out_dir: Path | str, head: str, labels: list[str] | None = Non
 
 def build_tiny_artifact(task, out_dir: Path | str, seed: int = 0) -> Path:
     """An untrained tiny model for the task's head and labels."""
-    labels = list(task.settings.labels) if task.kind_impl.head == "classification" else []
+    labels = list(task.typed_config.labels) if task.kind_impl.head == "classification" else []
     return tiny_artifact(out_dir, task.kind_impl.head, labels, seed)
 
 

@@ -46,7 +46,7 @@ def label_distribution(task: Task) -> dict[str, Any]:
     per_round: dict[int, Counter] = {}
     for number, target in Example.objects.filter(round__task=task, retracted=False).values_list("round__number", "target"):
         per_round.setdefault(number, Counter())[kind.target_label(target)] += 1
-    labels = list(getattr(task.settings, "labels", [])) or sorted({x for c in per_round.values() for x in c})[:12]
+    labels = list(getattr(task.typed_config, "labels", [])) or sorted({x for c in per_round.values() for x in c})[:12]
     return {"labels": labels, "rounds": {n: {label: c.get(label, 0) for label in labels} for n, c in sorted(per_round.items())}}
 
 

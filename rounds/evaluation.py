@@ -107,7 +107,7 @@ def _score_models(task: Task, versions: list[ModelVersion], labelled: data.Label
     for version in versions:
         if version.pk in fresh:
             continue
-        metrics = task.kind_impl.evaluate(task.settings, labelled.targets, cache.get(version, labelled))
+        metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, cache.get(version, labelled))
         Evaluation.objects.update_or_create(model_version=version, dataset=labelled.name,
                                             defaults={"size": len(labelled.inputs), "metrics": metrics})
         log(f"{version.name} on {labelled.name} ({len(labelled.inputs)}): {_fmt(metrics)}")
@@ -126,7 +126,7 @@ def _score_ensembles(task: Task, ensembles: dict[int, list[ModelVersion]], label
         aggregate = get_strategy(DEFAULT_FOR_HEAD[members[0].head])
         per_model = [cache.get(v, labelled) for v in members]
         combined = [aggregate([p[i] for p in per_model]) for i in range(len(labelled.inputs))]
-        metrics = task.kind_impl.evaluate(task.settings, labelled.targets, combined)
+        metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, combined)
         EnsembleScore.objects.update_or_create(
             task=task, round_number=number, dataset=labelled.name,
             defaults={"members": ids, "size": len(labelled.inputs), "metrics": metrics},

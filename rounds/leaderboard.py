@@ -2,7 +2,7 @@
 
 Dynascore here: each measured quantity is scaled to [0, 1] across the listed models (performance is the
 mean of the kind's main metric over the test sets; throughput / the best throughput; the smallest memory /
-memory), then averaged with the owner's weights (`task.settings.dynascore`; Dynabench's defaults are
+memory), then averaged with the owner's weights (`task.typed_config.dynascore`; Dynabench's defaults are
 performance 4, throughput 1, memory 1). Robustness and fairness count once they are measured.
 """
 
@@ -28,7 +28,7 @@ def leaderboard(task: Task) -> dict[str, Any]:
     versions = (ModelVersion.objects.filter(task=task).exclude(status__in=HIDDEN)
                 .prefetch_related("evaluations", "memberships__ensemble__round").select_related("measurement", "upload__uploaded_by"))
     rows = [_row(v, sets, metric) for v in versions]
-    weights = task.settings.dynascore.model_dump()
+    weights = task.typed_config.dynascore.model_dump()
     add_dynascore(rows, weights)
     rows.sort(key=lambda r: (r["dynascore"] is None, -(r["dynascore"] or 0), r["version"]))
     return {"metric": metric, "weights": weights, "rows": rows,

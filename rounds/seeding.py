@@ -36,7 +36,7 @@ def seed_round(task: Task, round_: Round, versions: Sequence[ModelVersion], k: i
     if task.kind_impl.head != "classification":
         log("hardness seeding needs class probabilities; this task's kind has none, so no seeds")
         return 0
-    scorer = EnsembleScorer(versions, task.settings.labels)
+    scorer = EnsembleScorer(versions, task.typed_config.labels)
     result = hardness_seed_round(task, round_, k, score="loss", scorer=scorer)
     log(f"scored {result.items_scored} pool items and {result.contexts_scored} contexts under the new ensemble; "
         f"seeded {result.items_seeded} items and {result.contexts_seeded} contexts ({k} per label); "

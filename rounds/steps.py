@@ -40,7 +40,7 @@ def freeze(ctx: StepContext) -> dict[str, Any]:
         ctx.log(f"round {round_.number} closed: it takes no new examples")
     else:
         ctx.log(f"round {round_.number} was already {round_.status}")
-    keeps = ctx.task.settings.validation.continue_after_close
+    keeps = ctx.task.typed_config.validation.continue_after_close
     ctx.log("validation continues on its examples" if keeps else "validation of its examples stops")
     return {"round": round_.number}
 

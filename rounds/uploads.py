@@ -157,7 +157,7 @@ def _labels(config: dict[str, Any], task: Task, errors: list[str]) -> list[str]:
         labels = [id2label[k] for k in sorted(id2label, key=int)]
     except (ValueError, TypeError):
         labels = []
-    wanted = list(task.settings.labels)
+    wanted = list(task.typed_config.labels)
     if sorted(labels) != sorted(wanted):
         errors.append(f"config.json: id2label must name exactly the task's labels {wanted}; found {labels or 'none'}")
     return labels

@@ -160,7 +160,7 @@ def job_action(request, pk: int, action: str):
 def leaderboard_page(request, slug: str):
     task = visible_task(request, slug)
     is_owner = services.can_run_pipeline(request.user, task)
-    form = DynascoreForm(request.POST or None, initial=task.settings.dynascore.model_dump())
+    form = DynascoreForm(request.POST or None, initial=task.typed_config.dynascore.model_dump())
     if request.method == "POST":
         if not is_owner:
             raise PermissionDenied("Only the task's owners and admins may set the Dynascore weights.")

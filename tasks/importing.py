@@ -98,7 +98,7 @@ def read_jsonl(path: Path | str) -> Iterator[tuple[int, str]]:
 class _RowParser:
     def __init__(self, task: Task, spec: ImportSpec):
         self.task, self.spec = task, spec
-        self.kind, self.config = task.kind_impl, task.settings
+        self.kind, self.config = task.kind_impl, task.typed_config
 
     def source(self, row: dict[str, Any], name: str) -> Any:
         column = self.spec.mapping.get(name, name)

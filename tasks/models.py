@@ -61,9 +61,18 @@ class Task(models.Model):
         return get_kind(self.kind)
 
     @property
-    def settings(self) -> TaskConfig:
-        """The validated configuration (defaults filled in)."""
-        return self.kind_impl.parse_config(self.config)
+    def typed_config(self) -> TaskConfig:
+        """The validated configuration (defaults filled in), parsed once per change of `config`.
+
+        Not called `settings`, so it is never mistaken for `django.conf.settings`. The cache is keyed by the
+        raw config's canonical JSON, so assigning or mutating `config` is always seen.
+        """
+        key = (self.kind, json.dumps(self.config, sort_keys=True, default=str))
+        cached = self.__dict__.get("_typed_config")
+        if cached is None or cached[0] != key:
+            cached = (key, self.kind_impl.parse_config(self.config))
+            self.__dict__["_typed_config"] = cached
+        return cached[1]
 
     def clean(self) -> None:
         try:

@@ -51,7 +51,7 @@ class TaskDetailSerializer(TaskListSerializer):
 
     @extend_schema_field(serializers.DictField())
     def get_config(self, task: Task) -> dict:
-        return task.settings.model_dump()
+        return task.typed_config.model_dump()
 
     @extend_schema_field(serializers.DictField(child=FiguresSerializer()))
     def get_round_figures(self, task: Task) -> dict:

@@ -27,7 +27,7 @@ def task_detail(request, slug: str):
         "tasks/task_detail.html",
         {
             "task": task,
-            "settings": task.settings,
+            "config": task.typed_config,
             "rounds": rounds,
             "figures": Example.objects.filter(round__task=task).figures(),
             "roles": roles.role_names(request.user, task),

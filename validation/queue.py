@@ -60,7 +60,7 @@ class Claim:
 def claim_next(task: Task, user, now: datetime | None = None) -> Claim:
     """Lease the next example to `user`, or say why there is none."""
     now = now or timezone.now()
-    rule = task.settings.validation
+    rule = task.typed_config.validation
     refresh_unscored(task)
     held = current_lease(task, user, rule, now)
     if held is not None:
@@ -243,7 +243,7 @@ def votes_of(example_id: int) -> list[consensus.Vote]:
 def sync_examples(example_ids: list[int] | QuerySet) -> int:
     """Rewrite the queue rows of these examples from the examples and their votes (idempotent)."""
     examples = Example.objects.filter(pk__in=example_ids).select_related("round__task")
-    rows = [item_state(e, votes_of(e.pk), e.round.task.settings.validation) for e in examples]
+    rows = [item_state(e, votes_of(e.pk), e.round.task.typed_config.validation) for e in examples]
     QueueItem.objects.bulk_create(
         rows, update_conflicts=True, unique_fields=["example"],
         update_fields=["task", "round", "fooled", "votes", "needed", "open"],
@@ -275,6 +275,6 @@ def on_example_saved(example: Example, created: bool) -> None:
 
 
 def _fresh_row(example: Example) -> dict:
-    rule = example.round.task.settings.validation
+    rule = example.round.task.typed_config.validation
     state = item_state(example, [], rule)
     return {f: getattr(state, f) for f in ("example_id", "task_id", "round_id", "fooled", "votes", "needed", "open")}

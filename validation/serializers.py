@@ -121,7 +121,7 @@ class TaskStatsSerializer(serializers.Serializer):
 
 def item_payload(example: Example, expires_at, validate_url: str) -> dict[str, Any]:
     task: Task = example.round.task
-    labels = getattr(task.settings, "labels", None)
+    labels = getattr(task.typed_config, "labels", None)
     return {
         "id": example.pk,
         "round": example.round.number,

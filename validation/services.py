@@ -77,7 +77,7 @@ def corrected_label(example: Example, label: Any) -> Any:
         raise InputError("label", "is required with the verdict 'incorrect': give the right label")
     task = example.round.task
     try:
-        cleaned = task.kind_impl.clean_target(task.settings, context_payload(example), label)
+        cleaned = task.kind_impl.clean_target(task.typed_config, context_payload(example), label)
     except InputError as exc:
         raise InputError(exc.field.replace("target", "label", 1), exc.message) from None
     if cleaned == example.target:
@@ -110,7 +110,7 @@ def submit_vote(user, example: Example, verdict: Any, label: Any = None, reason:
 def _vote_locked(user, example_id: int, vote: CleanVote, mode: str) -> VoteResult:
     item = QueueItem.objects.select_for_update().get(pk=example_id)
     example = Example.objects.select_related("round__task").get(pk=example_id)
-    rule = example.round.task.settings.validation
+    rule = example.round.task.typed_config.validation
     if mode == Validation.Mode.CROWD:
         check_crowd_vote(user, example, item, rule)
     else:

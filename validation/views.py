@@ -33,8 +33,8 @@ def task_for(request: HttpRequest, slug: str, role: str) -> Task:
 @login_required
 def validate(request: HttpRequest, slug: str) -> HttpResponse:
     task = task_for(request, slug, roles.VALIDATOR)
-    return render(request, "validation/validate.html", {"task": task, "settings": task.settings,
-                                                        "rule": task.settings.validation})
+    return render(request, "validation/validate.html", {"task": task, "config": task.typed_config,
+                                                        "rule": task.typed_config.validation})
 
 
 def review_queryset(task: Task, params: dict[str, str]) -> QuerySet[Example]:
@@ -57,8 +57,8 @@ def expert(request: HttpRequest, slug: str) -> HttpResponse:
     params = {k: request.GET.get(k, "") for k in ("show", "round", "resolved")}
     examples = list(review_queryset(task, params)[:200])
     return render(request, "validation/expert.html", {
-        "task": task, "settings": task.settings, "examples": examples, "params": params,
-        "labels": getattr(task.settings, "labels", None), "rounds": task.rounds.order_by("number"),
+        "task": task, "config": task.typed_config, "examples": examples, "params": params,
+        "labels": getattr(task.typed_config, "labels", None), "rounds": task.rounds.order_by("number"),
     })
 
 
@@ -68,7 +68,7 @@ def form_label(task: Task, example: Example, raw: str) -> Any:
         return None
     if task.kind_impl.head != "qa":
         return raw
-    passage = services.context_payload(example).get(task.settings.context_fields[0], "")
+    passage = services.context_payload(example).get(task.typed_config.context_fields[0], "")
     return {"text": raw, "start": max(str(passage).find(raw.strip()), 0)}
 
 

@@ -87,7 +87,7 @@ def test_qa_example_is_scored_against_the_highlighted_answer(writer_api, qa, dep
     assert_verdict(data)
     span = data["ensemble_prediction"]
     assert context.payload["passage"][span["start"]:span["end"]] == span["text"]
-    assert data["fooled"] == (f1_score(span["text"], "1889") < task.settings.f1_threshold)
+    assert data["fooled"] == (f1_score(span["text"], "1889") < task.typed_config.f1_threshold)
 
 
 def test_fooled_is_decided_from_the_stored_prediction(writer_api, sentiment, deploy):

@@ -28,7 +28,10 @@ def test_concurrent_requests_load_the_model_once_and_agree_with_sequential_ones(
         explanations = list(pool.map(lambda t: backend.explain(ref, t, "integrated_gradients", "x"), TEXTS[:4]))
     assert len(loads) == 1
     sequential = backend.predict([ref], TEXTS)[0]
-    assert [p["probs"] for p in predictions] == [p["probs"] for p in sequential * 3]
+    # Batched and single forward passes differ by float rounding only (padding changes the kernels' order).
+    for got, want in zip(predictions, sequential * 3, strict=True):
+        assert got["label"] == want["label"]
+        assert got["probs"] == pytest.approx(want["probs"], abs=1e-5)
     assert explanations[0] == backend.explain(ref, TEXTS[0], "integrated_gradients", "x")
 
 

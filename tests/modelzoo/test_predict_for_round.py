@@ -15,7 +15,7 @@ def test_round_without_ensemble_raises_a_retryable_error(open_round):
 def test_classification_verdict_keeps_every_member_prediction_and_explains(open_round):
     ensemble = deploy_tiny_ensemble(open_round, members=2)
     [verdict] = services.predict_for_round(open_round, [{"text": "What a lovely, bright day"}])
-    labels = open_round.task.settings.labels
+    labels = open_round.task.typed_config.labels
     assert verdict["ensemble"]["label"] in labels
     assert set(verdict["ensemble"]["probs"]) == set(labels)
     assert sum(verdict["ensemble"]["probs"].values()) == pytest.approx(1.0, abs=1e-5)

@@ -127,5 +127,5 @@ def test_fine_tuning_the_real_encoder_beats_chance_on_sst2(db, data_dir):
     spec = services.default_spec(task, epochs=2, lr=1e-4, max_length=64)
     version = services.train_model(task, spec, train_set)
     predictions = services.predict_with([version], dev.inputs[:200])
-    metrics = task.kind_impl.evaluate(task.settings, dev.targets[:200], predictions)
+    metrics = task.kind_impl.evaluate(task.typed_config, dev.targets[:200], predictions)
     assert metrics["accuracy"] > 0.65, metrics

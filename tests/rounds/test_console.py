@@ -31,14 +31,14 @@ def test_admin_creates_a_task_from_a_kind_preset(admin_client, personas):
     response = create(admin_client)
     assert response.status_code == 302 and response["Location"] == "/tasks/new-task/console/"
     task = Task.objects.get(slug="new-task")
-    assert task.settings.labels == ["entailment", "neutral", "contradiction"]
+    assert task.typed_config.labels == ["entailment", "neutral", "contradiction"]
     assert task.owners.filter(pk=personas.admin.pk).exists()
 
 
 def test_a_configuration_overrides_the_preset(admin_client):
     create(admin_client, kind="sentiment", config=json.dumps({"labels": ["good", "bad"], "instructions": "Be kind."}))
     task = Task.objects.get(slug="new-task")
-    assert task.settings.labels == ["good", "bad"] and task.settings.instructions == "Be kind."
+    assert task.typed_config.labels == ["good", "bad"] and task.typed_config.instructions == "Be kind."
 
 
 @pytest.mark.parametrize(
@@ -67,7 +67,7 @@ def test_owner_edits_instructions_and_settings(owner_client, task):
                                  {"name": "Sentiment!", "instructions": "New words.", "config": json.dumps(config)})
     assert response.status_code == 302
     task.refresh_from_db()
-    assert task.name == "Sentiment!" and task.settings.instructions == "New words." and task.settings.max_input_chars == 300
+    assert task.name == "Sentiment!" and task.typed_config.instructions == "New words." and task.typed_config.max_input_chars == 300
 
 
 def test_bad_settings_are_refused_and_nothing_changes(owner_client, task):
@@ -75,7 +75,7 @@ def test_bad_settings_are_refused_and_nothing_changes(owner_client, task):
                                  {"name": "x", "instructions": "", "config": '{"max_input_chars": 0}'})
     assert response.status_code == 400 and "max_input_chars" in response.content.decode()
     task.refresh_from_db()
-    assert task.settings.max_input_chars == 500
+    assert task.typed_config.max_input_chars == 500
 
 
 def jsonl(*rows) -> SimpleUploadedFile:
@@ -134,4 +134,4 @@ def test_owner_sets_the_dynascore_weights(owner_client, task, client_for):
         "performance": 1, "throughput": 0, "memory": 0, "robustness": 0, "fairness": 0})
     assert response.status_code == 302
     task.refresh_from_db()
-    assert task.settings.dynascore.performance == 1 and task.settings.dynascore.throughput == 0
+    assert task.typed_config.dynascore.performance == 1 and task.typed_config.dynascore.throughput == 0

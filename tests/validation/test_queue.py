@@ -107,7 +107,7 @@ def test_leases_expire(task, open_round, make_validator):
     first, second = make_validator("v1"), make_validator("v2")
     claim(task, first)
     assert claim(task, second).example is None
-    later = timezone.now() + timedelta(seconds=task.settings.validation.lease_seconds + 1)
+    later = timezone.now() + timedelta(seconds=task.typed_config.validation.lease_seconds + 1)
     assert claim(task, second, now=later).example == example
 
 
