@@ -46,7 +46,7 @@ def create(request, slug: str):
         "annotation/create.html",
         {
             "task": task,
-            "config": task.typed_config,
+            "task_config": task.typed_config,
             "round": round,
             "context": context,
             "context_rows": context_rows(task, context),
