@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -26,45 +26,23 @@ from annotation.serializers import (
     WriterFiguresSerializer,
 )
 from annotation.throttles import SandboxThrottle, TaskSubmissionThrottle
-from modelzoo.types import BackendError
 from tasks import roles
+from tasks.access import TaskScopedMixin, visible_task
 from tasks.models import Task
 from tasks.permissions import IsAnnotator
-
-
-class ConflictError(APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-
-    def __init__(self, exc: services.Conflict):
-        super().__init__({exc.field: [exc.message]})
-
-
-class ServingUnavailable(APIException):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_detail = "The model server is unavailable; try again shortly."
 
 
 def sandbox_requested(request: Request) -> bool:
     return request.query_params.get("sandbox", "").lower() in {"1", "true", "yes"}
 
 
-class TaskScopedView(APIView):
+class TaskScopedView(TaskScopedMixin, APIView):
     """A view on one task the caller can see (404 otherwise); only annotators may act."""
 
     permission_classes = [IsAuthenticated, IsAnnotator]
 
-    def get_task(self) -> Task:
-        if not hasattr(self, "_task"):
-            visible = Task.objects.visible_to(self.request.user).filter(active=True)
-            self._task = get_object_or_404(visible, slug=self.kwargs["slug"])
-        return self._task
-
     def open_round(self):
-        try:
-            return services.open_round(self.get_task())
-        except services.Conflict as exc:
-            raise ConflictError(exc) from None
+        return services.open_round(self.get_task())
 
 
 class NextContextView(TaskScopedView):
@@ -107,11 +85,7 @@ class ExampleCreateView(TaskScopedView):
             return sandbox_response(self.get_task(), request)
         body = SubmissionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            result = services.submit(request.user, self.get_task(), body.submission())
-        except services.Conflict as exc:
-            raise ConflictError(exc) from None
-        return submission_response(result)
+        return submission_response(services.submit(request.user, self.get_task(), body.submission()))
 
 
 def submission_response(result: services.SubmitResult) -> Response:
@@ -122,27 +96,17 @@ def submission_response(result: services.SubmitResult) -> Response:
         code = status.HTTP_202_ACCEPTED
     else:
         code = status.HTTP_201_CREATED
-    headers = {"Location": f"/api/examples/{example.pk}/"}
+    headers = {"Location": reverse("api-example-detail", args=[example.pk])}
     if not result.created:
         headers["Idempotent-Replayed"] = "true"
     return Response(ExampleSerializer(example).data, status=code, headers=headers)
 
 
 def sandbox_response(task: Task, request: Request) -> Response:
+    """Score without storing. A model server that is down answers 503 with Retry-After (BackendError)."""
     body = SubmissionSerializer(data=request.data)
     body.is_valid(raise_exception=True)
-    try:
-        verdict = scoring.sandbox_verdict(task, body.submission())
-    except services.Conflict as exc:
-        raise ConflictError(exc) from None
-    except BackendError as exc:
-        if not exc.retryable:
-            raise
-        return Response(
-            {"detail": f"The model server is unavailable ({exc}); try again shortly."},
-            status=status.HTTP_503_SERVICE_UNAVAILABLE, headers={"Retry-After": "5"},
-        )
-    return Response(SandboxVerdictSerializer(verdict).data)
+    return Response(SandboxVerdictSerializer(scoring.sandbox_verdict(task, body.submission())).data)
 
 
 class SandboxView(TaskScopedView):
@@ -176,7 +140,7 @@ class ExampleView(APIView):
         example = get_object_or_404(Example.objects.select_related("round__task", "context"), pk=pk)
         allowed = example.author_id == self.request.user.pk
         if not allowed and not author_only:
-            allowed = roles.has_role(self.request.user, roles.OWNER, example.round.task)
+            allowed = roles.can_manage(self.request.user, example.round.task)
         if not allowed:
             raise Http404("No example with this id.")
         return example
@@ -198,10 +162,7 @@ class RetractView(ExampleView):
     @extend_schema(summary="Retract your example (it stops counting)", request=None,
                    responses={200: ExampleSerializer, 404: None, 409: None})
     def post(self, request: Request, pk: int) -> Response:
-        try:
-            example = services.retract(self.get_example(pk, author_only=True))
-        except services.Conflict as exc:
-            raise ConflictError(exc) from None
+        example = services.retract(self.get_example(pk, author_only=True))
         return Response(ExampleSerializer(example).data)
 
 
@@ -240,5 +201,5 @@ class MyStatsView(APIView):
     )
     def get(self, request: Request) -> Response:
         slug = request.query_params.get("task")
-        task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug) if slug else None
+        task = visible_task(request.user, slug) if slug else None
         return Response(WriterFiguresSerializer(services.writer_figures(request.user, task)).data)

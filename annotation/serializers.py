@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -81,19 +82,32 @@ class ExampleSerializer(serializers.ModelSerializer):
     round = serializers.IntegerField(source="round.number", read_only=True)
     context_id = serializers.IntegerField(read_only=True, allow_null=True)
     context = serializers.SerializerMethodField()
+    links = serializers.SerializerMethodField(help_text="the example's own address and its writer's actions")
 
     class Meta:
         model = Example
         fields = [
             "id", "task", "round", "context_id", "context", "input", "target", *VERDICT_FIELDS,
             "retracted", "flagged", "flag_reason", "writer_explanation", "time_spent_ms", "idempotency_key",
-            "consensus", "created_at",
+            "consensus", "created_at", "links",
         ]
         read_only_fields = fields
 
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_context(self, example: Example) -> dict | None:
         return example.context.payload if example.context_id else None
+
+    @extend_schema_field(serializers.DictField(child=serializers.CharField()))
+    def get_links(self, example: Example) -> dict[str, str]:
+        return {name: reverse(route, args=[example.pk]) for name, route in EXAMPLE_LINKS.items()}
+
+
+EXAMPLE_LINKS = {
+    "self": "api-example-detail",
+    "retract": "api-example-retract",
+    "flag": "api-example-flag",
+    "explanation": "api-example-explanation",
+}
 
 
 class SandboxVerdictSerializer(serializers.Serializer):

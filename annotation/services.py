@@ -15,6 +15,7 @@ from django.db.models import F, Q, QuerySet
 
 from annotation.models import Example
 from annotation.sampling import get_strategy
+from dynabench_site import errors
 from tasks.kinds import InputError, TaskConfig
 from tasks.kinds.base import clean_text
 from tasks.models import Context, LabeledItem, Round, Task
@@ -26,13 +27,11 @@ MAX_REASON_CHARS = 1000
 MAX_EXPLANATION_CHARS = 2000
 
 
-class Conflict(Exception):
+class Conflict(errors.Conflict):
     """The request is well formed but the state forbids it (closed round, validated example): HTTP 409."""
 
     def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+        super().__init__(message, field=field)
 
 
 @dataclass(frozen=True)

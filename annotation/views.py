@@ -5,18 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import urlencode
 
 from annotation import services
 from tasks import roles
+from tasks.access import task_for
 from tasks.models import Task
 
 
 def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
-    """What create.js needs to know about the task (passed with json_script)."""
+    """What create.js needs to know about the task (passed with json_script), API addresses included."""
     config = task.typed_config
     return {
+        "urls": api_urls(task),
         "slug": task.slug,
         "kind": task.kind,
         "head": task.kind_impl.head,
@@ -28,6 +31,15 @@ def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
     }
 
 
+def api_urls(task: Task) -> dict[str, str]:
+    return {
+        "next_context": reverse("api-context-next", args=[task.slug]),
+        "submit": reverse("api-example-create", args=[task.slug]),
+        "inspiration": reverse("api-inspiration", args=[task.slug]),
+        "my_stats": f"{reverse('api-my-stats')}?{urlencode({'task': task.slug})}",
+    }
+
+
 def context_rows(task: Task, context) -> list[tuple[str, str]]:
     if context is None:
         return []
@@ -36,9 +48,7 @@ def context_rows(task: Task, context) -> list[tuple[str, str]]:
 
 @login_required
 def create(request, slug: str):
-    task = get_object_or_404(Task.objects.visible_to(request.user).filter(active=True), slug=slug)
-    if not roles.has_role(request.user, roles.ANNOTATOR, task):
-        raise PermissionDenied("Only annotators may write examples.")
+    task = task_for(request, slug, roles.ANNOTATOR)
     round = task.current_round
     context = services.next_context(task, round) if round is not None else None
     return render(

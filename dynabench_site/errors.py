@@ -8,17 +8,21 @@ from the apps: every layer may use it.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class DomainError(Exception):
-    """A request the current state or input does not allow. `field` names the offending part, if any."""
+    """A request the current state or input does not allow. `field` names the offending part, if any;
+    `extra` holds more members of the error answer (e.g. ``{"job": 12}``, the run that is in the way)."""
 
     status_code = 400
     code = "invalid"
 
-    def __init__(self, message: str, *, field: str | None = None):
+    def __init__(self, message: str, *, field: str | None = None, extra: dict[str, Any] | None = None):
         super().__init__(message)
         self.message = message
         self.field = field
+        self.extra = dict(extra or {})
 
     def as_dict(self) -> dict[str, list[str]]:
         return {self.field or "non_field_errors": [self.message]}
@@ -51,3 +55,4 @@ class Unavailable(DomainError):
 
     status_code = 503
     code = "unavailable"
+    retry_after: int | None = None  # seconds; sent as Retry-After when known

@@ -89,6 +89,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A domain error raised by a page view: back to the form with a message, or the error page.
+    "dynabench_site.pages.DomainErrorMiddleware",
 ]
 
 ROOT_URLCONF = "dynabench_site.urls"

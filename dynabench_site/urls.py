@@ -12,7 +12,6 @@ api_patterns = [
     path("", include("annotation.api_urls")),
     path("", include("validation.api_urls")),
     path("", include("modelzoo.api_urls")),
-    path("", include("hardness.api_urls")),
     path("", include("exports.api_urls")),
     path("", include("rounds.api_urls")),
 ]
@@ -23,8 +22,6 @@ urlpatterns = [
     path("", include("tasks.urls")),
     path("", include("annotation.urls")),
     path("", include("validation.urls")),
-    path("", include("modelzoo.urls")),
-    path("", include("hardness.urls")),
     path("", include("exports.urls")),
     path("", include("rounds.urls")),
 ]

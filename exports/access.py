@@ -1,25 +1,22 @@
 """Who may download what. Published snapshots follow their audience; live (unpublished) data is for
-the task's owners and admins. A task the user cannot see does not exist for them (404, not 403).
+the task's owners and admins (`tasks.roles.can_manage`). A task the user cannot see does not exist for
+them (404, not 403; `tasks.access`).
 """
 
 from __future__ import annotations
 
 from exports.models import DatasetSnapshot
 from tasks import roles
+from tasks.access import visible_tasks
 from tasks.models import Task
 
 
 def can_see(user, task: Task) -> bool:
-    return Task.objects.visible_to(user).filter(pk=task.pk).exists()
-
-
-def can_manage(user, task: Task) -> bool:
-    """Download unpublished data and publish snapshots: owners and admins."""
-    return roles.is_owner(user, task)
+    return visible_tasks(user).filter(pk=task.pk).exists()
 
 
 def _audience_allows(user, task: Task, audience: str) -> bool:
-    if audience == DatasetSnapshot.Audience.PUBLIC or can_manage(user, task):
+    if audience == DatasetSnapshot.Audience.PUBLIC or roles.can_manage(user, task):
         return True
     return roles.has_role(user, roles.RESEARCHER, task)
 

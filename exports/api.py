@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from django.http import Http404, StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.authentication import SessionAuthentication, TokenAuthentication
-from rest_framework.exceptions import APIException, PermissionDenied
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.generics import ListCreateAPIView
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -19,20 +18,12 @@ from exports import access, services
 from exports.authentication import ReadOnlyTokenAuthentication
 from exports.models import DatasetSnapshot, ReadOnlyToken
 from exports.serializers import PublishSerializer, SnapshotSerializer, TokenSerializer
+from tasks.access import TaskScopedMixin
 from tasks.models import Task
+from tasks.roles import can_manage
 
 # Read-only tokens first: their 401 answers carry "WWW-Authenticate: Bearer".
 AUTHENTICATION = [ReadOnlyTokenAuthentication, SessionAuthentication, TokenAuthentication]
-
-
-class BadDatasetRequest(APIException):
-    status_code = status.HTTP_400_BAD_REQUEST
-    default_code = "bad_request"
-
-
-class SnapshotUnavailable(APIException):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    default_code = "snapshot_unavailable"
 
 
 class IgnoreFormatParameter(DefaultContentNegotiation):
@@ -54,34 +45,24 @@ def download_response(download: services.Download) -> StreamingHttpResponse:
     return response
 
 
-class TaskDatasetView(APIView):
+class TaskDatasetView(TaskScopedMixin, APIView):
+    """Bad requests for data (round, version, split, format) answer 400 from the services' ExportError."""
+
     authentication_classes = AUTHENTICATION
     permission_classes = [AllowAny]
     content_negotiation_class = IgnoreFormatParameter
 
-    def get_task(self) -> Task:
-        return get_object_or_404(Task.objects.visible_to(self.request.user), slug=self.kwargs["slug"])
-
-    def bad_request(self, exc: services.ExportError) -> BadDatasetRequest:
-        return BadDatasetRequest(str(exc))
-
-    def round_or_400(self, task: Task):
-        try:
-            return services.find_round(task, self.kwargs["number"])
-        except services.ExportError as exc:
-            raise self.bad_request(exc) from None
+    def get_round(self, task: Task):
+        return services.find_round(task, self.kwargs["number"])
 
     def snapshot_for(self, round, version: str) -> DatasetSnapshot:
-        try:
-            snapshot = services.find_snapshot(round, version)
-        except services.ExportError as exc:
-            raise self.bad_request(exc) from None
+        snapshot = services.find_snapshot(round, version)
         if not access.can_download(self.request.user, snapshot):
             raise PermissionDenied("This snapshot is for researchers, the task's owners and admins.")
         return snapshot
 
     def require_manager(self, task: Task) -> None:
-        if not access.can_manage(self.request.user, task):
+        if not can_manage(self.request.user, task):
             raise PermissionDenied("Only the task's owners and admins may use unpublished (live) data.")
 
 
@@ -105,7 +86,7 @@ class DatasetListView(TaskDatasetView):
             {
                 "task": task.slug,
                 "count": len(data),
-                "can_use_live": access.can_manage(request.user, task),
+                "can_use_live": can_manage(request.user, task),
                 "results": data,
             }
         )
@@ -117,19 +98,14 @@ class RoundDatasetView(TaskDatasetView):
     @extend_schema(parameters=FILE_PARAMS, responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request, slug: str, number: str) -> StreamingHttpResponse:
         task = self.get_task()
-        round = self.round_or_400(task)
+        round = self.get_round(task)
         fmt = request.query_params.get("format", "jsonl")
         split = request.query_params.get("split", "train")
         version = request.query_params.get("version", "latest")
-        try:
-            if version == "live":
-                self.require_manager(task)
-                return download_response(services.live_file(round, split, fmt))
-            return download_response(services.snapshot_file(self.snapshot_for(round, version), split, fmt))
-        except services.ExportError as exc:
-            raise self.bad_request(exc) from None
-        except services.SnapshotFileMissing as exc:
-            raise SnapshotUnavailable(str(exc)) from None
+        if version == "live":
+            self.require_manager(task)
+            return download_response(services.live_file(round, split, fmt))
+        return download_response(services.snapshot_file(self.snapshot_for(round, version), split, fmt))
 
 
 class RoundBundleView(TaskDatasetView):
@@ -138,19 +114,14 @@ class RoundBundleView(TaskDatasetView):
     @extend_schema(parameters=FILE_PARAMS[2:], responses={(200, "application/zip"): OpenApiTypes.BINARY})
     def get(self, request, slug: str, number: str) -> StreamingHttpResponse:
         task = self.get_task()
-        round = self.round_or_400(task)
+        round = self.get_round(task)
         version = request.query_params.get("version", "latest")
-        try:
-            if version == "live":
-                self.require_manager(task)
-                formats = request.query_params.getlist("formats") or list(services.DEFAULT_FORMATS)
-                excluded = request.query_params.get("include_excluded") in ("1", "true", "yes")
-                return download_response(services.live_bundle(round, formats, excluded))
-            return download_response(services.snapshot_bundle(self.snapshot_for(round, version)))
-        except services.ExportError as exc:
-            raise self.bad_request(exc) from None
-        except services.SnapshotFileMissing as exc:
-            raise SnapshotUnavailable(str(exc)) from None
+        if version == "live":
+            self.require_manager(task)
+            formats = request.query_params.getlist("formats") or list(services.DEFAULT_FORMATS)
+            excluded = request.query_params.get("include_excluded") in ("1", "true", "yes")
+            return download_response(services.live_bundle(round, formats, excluded))
+        return download_response(services.snapshot_bundle(self.snapshot_for(round, version)))
 
 
 class PublishView(TaskDatasetView):
@@ -159,15 +130,12 @@ class PublishView(TaskDatasetView):
     @extend_schema(request=PublishSerializer, responses={200: SnapshotSerializer, 201: SnapshotSerializer})
     def post(self, request, slug: str, number: str) -> Response:
         task = self.get_task()
-        round = self.round_or_400(task)
-        if not access.can_manage(request.user, task):
+        round = self.get_round(task)
+        if not can_manage(request.user, task):
             raise PermissionDenied("Only the task's owners and admins may publish datasets.")
         options = PublishSerializer(data=request.data)
         options.is_valid(raise_exception=True)
-        try:
-            snapshot, created = services.publish_snapshot(round, request.user, **options.validated_data)
-        except services.ExportError as exc:
-            raise self.bad_request(exc) from None
+        snapshot, created = services.publish_snapshot(round, request.user, **options.validated_data)
         context = {"request": request, "allowed": {snapshot.pk}}
         return Response(SnapshotSerializer(snapshot, context=context).data, status=201 if created else 200)
 

@@ -21,6 +21,7 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 
 from annotation.models import Example
+from dynabench_site.errors import InvalidInput
 from tasks.models import Round, Task
 
 SPLITS = ("train", "dev", "test")
@@ -29,8 +30,9 @@ ASSIGN_BATCH = 5000
 REANALYZE_AFTER = 10_000
 
 
-class UnknownSplit(ValueError):
-    pass
+class UnknownSplit(InvalidInput, ValueError):
+    def __init__(self, message: str):
+        super().__init__(message, field="split")
 
 
 def check_split(name: str) -> str:

@@ -8,24 +8,23 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_POST
 
-from exports import access, services
+from dynabench_site.pages import returns_to
+from exports import services
 from exports.models import DatasetSnapshot
-from tasks.models import Task
+from tasks.access import task_for
+from tasks.roles import can_manage
 
 
 @login_required
 @require_POST
+@returns_to("task-detail", "slug", say="Not published: {error}")
 def publish(request, slug: str, number: int):
-    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
-    if not access.can_manage(request.user, task):
+    task = task_for(request, slug)
+    if not can_manage(request.user, task):
         raise Http404
     round = get_object_or_404(task.rounds, number=number)
     audience = request.POST.get("audience", DatasetSnapshot.Audience.RESEARCHERS)
-    try:
-        snapshot, created = services.publish_snapshot(round, request.user, audience=audience)
-    except services.ExportError as exc:
-        messages.error(request, f"Not published: {exc}")
-        return redirect("task-detail", slug=slug)
+    snapshot, created = services.publish_snapshot(round, request.user, audience=audience)
     if created:
         messages.success(request, f"Published round {round.number} as version {snapshot.version}.")
     else:

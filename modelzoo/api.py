@@ -7,7 +7,7 @@ from rest_framework.permissions import AllowAny
 
 from modelzoo.models import Ensemble, ModelVersion
 from modelzoo.serializers import EnsembleSerializer, ModelVersionSerializer
-from tasks.models import Task
+from tasks.access import visible_tasks
 
 
 class ModelVersionViewSet(viewsets.ReadOnlyModelViewSet):
@@ -17,7 +17,7 @@ class ModelVersionViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [AllowAny]
 
     def get_queryset(self):
-        rows = ModelVersion.objects.filter(task__in=Task.objects.visible_to(self.request.user))
+        rows = ModelVersion.objects.filter(task__in=visible_tasks(self.request.user))
         params = self.request.query_params
         if params.get("task"):
             rows = rows.filter(task__slug=params["task"])
@@ -33,7 +33,7 @@ class EnsembleViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [AllowAny]
 
     def get_queryset(self):
-        rows = Ensemble.objects.filter(round__task__in=Task.objects.visible_to(self.request.user))
+        rows = Ensemble.objects.filter(round__task__in=visible_tasks(self.request.user))
         params = self.request.query_params
         if params.get("task"):
             rows = rows.filter(round__task__slug=params["task"])

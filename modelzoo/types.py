@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
+from dynabench_site.errors import Unavailable
+
 
 class ClassPrediction(TypedDict):
     label: str
@@ -51,10 +53,23 @@ class RoundVerdict(TypedDict):
     explanation: Explanation | None
 
 
-class BackendError(Exception):
+class BackendError(Unavailable):
     """Serving failed. `retryable` says whether trying again later can help (server down, overloaded,
-    workers loading) or cannot (bad input, a model that is missing or broken)."""
+    workers loading) or cannot (bad input, a model that is missing or broken). A request that meets it
+    answers 503 with Retry-After when retrying can help, else 502 (the model server cannot answer it)."""
 
     def __init__(self, message: str, *, retryable: bool):
         super().__init__(message)
         self.retryable = retryable
+
+    @property
+    def status_code(self) -> int:  # type: ignore[override]
+        return 503 if self.retryable else 502
+
+    @property
+    def code(self) -> str:  # type: ignore[override]
+        return "unavailable" if self.retryable else "model_failed"
+
+    @property
+    def retry_after(self) -> int | None:  # type: ignore[override]
+        return 5 if self.retryable else None

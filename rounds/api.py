@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
@@ -13,9 +13,9 @@ from rest_framework.views import APIView
 
 from rounds import dashboard, leaderboard, pipeline, services, uploads
 from rounds.models import PipelineRun, ResearcherModel
-from rounds.options import BadOptions
-from tasks.models import Task
+from tasks.access import TaskScopedMixin
 from tasks.permissions import IsResearcher, IsTaskOwner
+from tasks.roles import can_manage
 
 
 class StartSerializer(serializers.Serializer):
@@ -38,15 +38,10 @@ def upload_payload(upload: ResearcherModel) -> dict:
             "uploaded_by": upload.uploaded_by.username, "created_at": upload.created_at}
 
 
-class TaskView(APIView):
+class TaskView(TaskScopedMixin, APIView):
     """A view on one task the caller can see (404 otherwise)."""
 
     permission_classes = [AllowAny]
-
-    def get_task(self) -> Task:
-        if not hasattr(self, "_task"):
-            self._task = get_object_or_404(Task.objects.visible_to(self.request.user), slug=self.kwargs["slug"])
-        return self._task
 
 
 class TaskRoundsView(TaskView):
@@ -64,13 +59,8 @@ class TaskRoundsView(TaskView):
     def post(self, request, slug: str) -> Response:
         body = StartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            run = services.start_pipeline(self.get_task(), request.user, body.validated_data["options"],
-                                          body.validated_data["description"])
-        except BadOptions as exc:
-            raise ValidationError({"options": [str(exc)]}) from None
-        except services.PipelineBusy as exc:
-            return Response({"detail": str(exc), "job": exc.run.pk if exc.run else None}, status=status.HTTP_409_CONFLICT)
+        data = body.validated_data
+        run = services.start_pipeline(self.get_task(), request.user, data["options"], data["description"])
         return Response(job_payload(run), status=status.HTTP_202_ACCEPTED,
                         headers={"Location": reverse("api-job-detail", args=[run.pk])})
 
@@ -82,7 +72,7 @@ class JobView(APIView):
 
     def get_run(self) -> PipelineRun:
         run = get_object_or_404(PipelineRun.objects.select_related("task", "from_round", "to_round"), pk=self.kwargs["pk"])
-        if not services.can_run_pipeline(self.request.user, run.task):
+        if not can_manage(self.request.user, run.task):
             raise PermissionDenied("Only the task's owners and admins may see its pipeline jobs.")
         return run
 
@@ -92,20 +82,13 @@ class JobView(APIView):
 
 class JobRetryView(JobView):
     def post(self, request, pk: int) -> Response:
-        try:
-            run = services.retry_pipeline(self.get_run(), request.user)
-        except services.PipelineBusy as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        run = services.retry_pipeline(self.get_run(), request.user)
         return Response(job_payload(run), status=status.HTTP_202_ACCEPTED)
 
 
 class JobAbandonView(JobView):
     def post(self, request, pk: int) -> Response:
-        try:
-            run = services.abandon_pipeline(self.get_run(), request.user)
-        except services.PipelineBusy as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
-        return Response(job_payload(run))
+        return Response(job_payload(services.abandon_pipeline(self.get_run(), request.user)))
 
 
 class LeaderboardView(TaskView):
@@ -136,11 +119,8 @@ class ModelUploadView(TaskView):
         return Response({"uploads": [upload_payload(u) for u in rows]})
 
     def post(self, request, slug: str) -> Response:
-        try:
-            upload = uploads.submit(self.get_task(), request.user, request.data.get("name", ""),
-                                    request.FILES.getlist("files"), request.data.get("description", ""))
-        except uploads.UploadRefused as exc:
-            raise ValidationError({"files": exc.errors}) from None
+        upload = uploads.submit(self.get_task(), request.user, request.data.get("name", ""),
+                                request.FILES.getlist("files"), request.data.get("description", ""))
         upload.refresh_from_db()
         return Response(upload_payload(upload), status=status.HTTP_201_CREATED)
 
@@ -154,10 +134,5 @@ class UploadEnsembleView(APIView):
         upload = get_object_or_404(ResearcherModel.objects.select_related("task", "uploaded_by"), pk=pk)
         body = IncludeSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        try:
-            uploads.set_in_next_ensemble(upload, request.user, body.validated_data["include"])
-        except PermissionError as exc:
-            raise PermissionDenied(str(exc)) from None
-        except uploads.UploadRefused as exc:
-            raise ValidationError({"include": exc.errors}) from None
+        uploads.set_in_next_ensemble(upload, request.user, body.validated_data["include"])
         return Response(upload_payload(upload))

@@ -7,6 +7,7 @@ from typing import Any
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field
 
+from dynabench_site.errors import InvalidInput
 from tasks.models import pydantic_message
 
 
@@ -21,8 +22,9 @@ class PipelineOptions(BaseModel):
     pool_max: int = Field(5000, ge=1, description="pool items scored for hardness (a stable sample)")
 
 
-class BadOptions(ValueError):
-    pass
+class BadOptions(InvalidInput):
+    def __init__(self, message: str):
+        super().__init__(message, field="options")
 
 
 def pipeline_options(overrides: dict[str, Any] | None = None) -> PipelineOptions:

@@ -7,6 +7,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
+from dynabench_site import errors
 from rounds import pipeline, runner
 from rounds.models import UNFINISHED, PipelineRun, PipelineStep
 from rounds.options import pipeline_options
@@ -14,20 +15,17 @@ from tasks import roles
 from tasks.models import Round, Task
 
 
-class PipelineBusy(Exception):
-    """A run is already unfinished for the task; the message says which and what to do."""
+class PipelineBusy(errors.Conflict):
+    """A run is already unfinished for the task (or not in a state for this action); the message says which
+    and what to do."""
 
     def __init__(self, message: str, run: PipelineRun | None = None):
-        super().__init__(message)
+        super().__init__(message, extra={"job": run.pk if run else None})  # the answer names the run in the way
         self.run = run
 
 
-def can_run_pipeline(user, task: Task) -> bool:
-    return roles.has_role(user, roles.OWNER, task)  # owners, and admins (who own every task)
-
-
 def check_can_run(user, task: Task) -> None:
-    if not can_run_pipeline(user, task):
+    if not roles.can_manage(user, task):
         raise PermissionDenied("Only the task's owners and admins may close a round and open the next.")
 
 

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from django.conf import settings
 from django.db import transaction
 
+from dynabench_site.errors import InvalidInput, NotPermitted
 from rounds.models import ResearcherModel
 from tasks import roles
 from tasks.models import Task
@@ -35,12 +36,15 @@ HEAD_SUFFIX = {"classification": "ForSequenceClassification", "qa": "ForQuestion
 SAFETENSORS_DTYPES = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"}
 
 
-class UploadRefused(ValueError):
+class UploadRefused(InvalidInput):
     """The upload is not acceptable; `errors` are messages for the researcher, one per problem."""
 
-    def __init__(self, errors: list[str]):
-        super().__init__("; ".join(errors))
+    def __init__(self, errors: list[str], field: str = "files"):
+        super().__init__("; ".join(errors), field=field)
         self.errors = errors
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {self.field or "files": self.errors}
 
 
 class UploadedFileLike(Protocol):
@@ -229,11 +233,11 @@ def store(folder: Path, files: Sequence[UploadedFileLike], checked: Checked, tas
 
 
 def submit(task: Task, user, name: str, files: Sequence[UploadedFileLike], description: str = "") -> ResearcherModel:
-    """Check, store and register an upload, then start its evaluation. Raises UploadRefused or PermissionError."""
+    """Check, store and register an upload, then start its evaluation. Raises UploadRefused or NotPermitted."""
     from modelzoo.services import register_artifact
 
     if not can_upload(user, task):
-        raise PermissionError("Only researchers, task owners and admins may upload models.")
+        raise NotPermitted("Only researchers, task owners and admins may upload models.")
     name = (name or "").strip()[:100]
     if not name:
         raise UploadRefused(["give the model a name"])
@@ -272,10 +276,10 @@ def evaluate_upload(upload_id: int) -> ResearcherModel:
 
 
 def set_in_next_ensemble(upload: ResearcherModel, user, include: bool) -> ResearcherModel:
-    if not roles.has_role(user, roles.OWNER, upload.task):
-        raise PermissionError("Only the task's owners and admins may choose the next round's ensemble.")
+    if not roles.can_manage(user, upload.task):
+        raise NotPermitted("Only the task's owners and admins may choose the next round's ensemble.")
     if include and upload.status != ResearcherModel.Status.EVALUATED:
-        raise UploadRefused(["only an evaluated model can join the next round's ensemble"])
+        raise UploadRefused(["only an evaluated model can join the next round's ensemble"], field="include")
     ResearcherModel.objects.filter(pk=upload.pk).update(in_next_ensemble=include)
     upload.in_next_ensemble = include
     return upload

@@ -4,14 +4,11 @@ from rounds import views
 
 urlpatterns = [
     path("console/", views.console, name="rounds-console"),
-    path("console/tasks/new/", views.task_create, name="rounds-task-create"),
     path("console/jobs/<int:pk>/", views.job, name="rounds-job"),
     path("console/jobs/<int:pk>/retry/", views.job_action, {"action": "retry"}, name="rounds-job-retry"),
     path("console/jobs/<int:pk>/abandon/", views.job_action, {"action": "abandon"}, name="rounds-job-abandon"),
     path("console/uploads/<int:pk>/ensemble/", views.upload_include, name="rounds-upload-include"),
     path("tasks/<slug:slug>/console/", views.task_console, name="rounds-task-console"),
-    path("tasks/<slug:slug>/console/settings/", views.task_settings, name="rounds-task-settings"),
-    path("tasks/<slug:slug>/console/import/", views.task_import, name="rounds-task-import"),
     path("tasks/<slug:slug>/console/rounds/", views.start_round, name="rounds-start"),
     path("tasks/<slug:slug>/leaderboard/", views.leaderboard_page, name="rounds-leaderboard"),
     path("tasks/<slug:slug>/dashboard/", views.dashboard_page, name="rounds-dashboard"),

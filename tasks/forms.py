@@ -1,8 +1,107 @@
+"""Forms of the task pages: sign-up, and the owner's task creation, settings and import.
+Configuration is validated by the task kind's own schema."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
+from pydantic import ValidationError as PydanticError
+
+from tasks.importing import PRESETS
+from tasks.kinds import get_kind, kind_choices
+from tasks.models import LabeledItem, Task, pydantic_message
 
 
 class SignupForm(UserCreationForm):
     class Meta(UserCreationForm.Meta):
         model = User
         fields = ["username", "email"]
+
+
+def parse_json_object(text: str, what: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise forms.ValidationError(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise forms.ValidationError(f"{what} must be a JSON object ({{...}})")
+    return value
+
+
+def validated_config(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return get_kind(kind).parse_config(raw).model_dump()
+    except PydanticError as exc:
+        raise forms.ValidationError(f"The configuration does not fit the {kind} kind: {pydantic_message(exc)}") from None
+
+
+class TaskCreateForm(forms.Form):
+    slug = forms.SlugField(max_length=64, help_text="the task's address: letters, digits, - and _")
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=kind_choices, help_text="the preset: its defaults fill what the configuration leaves out")
+    visibility = forms.ChoiceField(choices=Task.Visibility.choices, initial=Task.Visibility.PUBLIC)
+    config = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
+                             label="Configuration (JSON, optional)",
+                             help_text="overrides of the kind's preset, e.g. {\"labels\": [...], \"instructions\": \"...\"}")
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        if Task.objects.filter(slug=slug).exists():
+            raise forms.ValidationError(f"a task with the slug {slug!r} exists already")
+        return slug
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "kind" in data:
+            try:
+                raw = parse_json_object(data.get("config", ""), "The configuration")
+                data["config"] = validated_config(data["kind"], raw)
+            except forms.ValidationError as exc:
+                self.add_error("config", exc)
+        return data
+
+
+class SettingsForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
+                                   help_text="shown to writers and validators (Markdown)")
+    config = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}),
+                             label="Settings (JSON)", help_text="every other setting of the task, checked by its kind")
+
+    def __init__(self, data=None, *args, task: Task, **kwargs):
+        self.task = task
+        if data is None and "initial" not in kwargs:  # unbound: show the task as it is
+            config = dict(task.config)
+            instructions = config.pop("instructions", "")
+            kwargs["initial"] = {"name": task.name, "instructions": instructions,
+                                 "config": json.dumps(config, indent=2, ensure_ascii=False)}
+        super().__init__(data, *args, **kwargs)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        try:
+            raw = parse_json_object(data.get("config", ""), "The settings")
+            raw["instructions"] = data.get("instructions", "")
+            data["config"] = validated_config(self.task.kind, raw)
+        except forms.ValidationError as exc:
+            self.add_error("config", exc)
+        return data
+
+
+class ImportForm(forms.Form):
+    TARGETS = [("contexts", "Contexts (what writers see)"), ("pool", "Seed pool (labelled, train)"),
+               ("eval", "Evaluation data (labelled, dev or test)")]
+
+    file = forms.FileField(label="JSONL file", help_text="one JSON object per line")
+    target = forms.ChoiceField(choices=TARGETS)
+    collection = forms.SlugField(max_length=100, initial="base", help_text="names the imported set, e.g. base or sst2")
+    split = forms.ChoiceField(choices=LabeledItem.Split.choices, initial=LabeledItem.Split.TRAIN,
+                              help_text="for labelled data: train (the pool) or a test set")
+    preset = forms.ChoiceField(required=False, choices=[("", "none: the task's own field names")] + [(p, p) for p in PRESETS])
+    skip_errors = forms.BooleanField(required=False, help_text="import the good rows and report the bad ones")

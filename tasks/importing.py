@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from django.db import transaction
 
+from dynabench_site.errors import InvalidInput
 from tasks.kinds import InputError
 from tasks.models import Context, LabeledItem, Task, payload_hash
 
@@ -59,7 +60,9 @@ class ImportReport:
         )
 
 
-class ImportFailed(Exception):
+class ImportFailed(InvalidInput):
+    """Bad rows and `skip_errors` off: nothing was imported (HTTP 400); `report` lists every bad row."""
+
     def __init__(self, report: ImportReport):
         self.report = report
         shown = "\n".join(str(e) for e in report.errors[:20])

@@ -27,11 +27,19 @@ def pydantic_message(error: PydanticError) -> str:
 
 class TaskQuerySet(models.QuerySet):
     def visible_to(self, user) -> TaskQuerySet:
+        """The tasks `user` may see at all (the one rule; `tasks.access` applies it to requests).
+
+        Admins see every task and owners their own, whatever its state; everyone else (signed in or
+        not) sees a task only while it is public and active. A hidden or inactive task does not exist
+        for them: 404, never 403, so its existence is not leaked. What a user may do on a task they see
+        is decided by roles.
+        """
         if user.is_authenticated and (user.is_staff or user.is_superuser):
             return self
+        open_to_all = Q(visibility=Task.Visibility.PUBLIC, active=True)
         if user.is_authenticated:
-            return self.filter(Q(visibility=Task.Visibility.PUBLIC) | Q(owners=user)).distinct()
-        return self.filter(visibility=Task.Visibility.PUBLIC)
+            return self.filter(open_to_all | Q(pk__in=Task.owners.through.objects.filter(user=user).values("task")))
+        return self.filter(open_to_all)
 
 
 class Task(models.Model):
@@ -91,9 +99,6 @@ class Task(models.Model):
     @property
     def current_round(self) -> Round | None:
         return self.rounds.filter(status=Round.Status.OPEN).first()
-
-    def is_owner(self, user) -> bool:
-        return user.is_authenticated and (user.is_superuser or self.owners.filter(pk=user.pk).exists())
 
 
 class Round(models.Model):

@@ -2,7 +2,8 @@
 
 Global roles are Django groups (annotator, validator, expert, researcher); task ownership is the
 Task.owners relation; admins are staff or superusers. Every permission check goes through
-`has_role`, so the rules live in one place and are tested as one allow/deny matrix.
+`has_role` (or `can_manage`, the owner rule it uses), so the rules live in one place and are tested as
+one allow/deny matrix.
 """
 
 from __future__ import annotations
@@ -25,16 +26,12 @@ def is_admin(user) -> bool:
     return bool(user.is_authenticated and (user.is_superuser or user.is_staff))
 
 
-def is_owner(user, task) -> bool:
+def can_manage(user, task) -> bool:
+    """May configure this task, run its rounds and see its unpublished data: its owners and admins.
+    The one name for this rule; every app asks it (`has_role(user, OWNER, task)` is this rule too)."""
     if not user.is_authenticated:
         return False
     return is_admin(user) or task.owners.filter(pk=user.pk).exists()
-
-
-def can_manage(user, task) -> bool:
-    """May configure this task, run its rounds and see its unpublished data: its owners and admins.
-    The one name for this rule; every app asks it."""
-    return is_owner(user, task)
 
 
 def _in_group(user, role: str) -> bool:
@@ -54,13 +51,13 @@ def has_role(user, role: str, task=None) -> bool:
     if role == ADMIN:
         return is_admin(user)
     if role == OWNER:
-        return task is not None and is_owner(user, task)
+        return task is not None and can_manage(user, task)
     if role == EXPERT:
-        return _in_group(user, EXPERT) or (task is not None and is_owner(user, task)) or is_admin(user)
+        return _in_group(user, EXPERT) or (task is not None and can_manage(user, task)) or is_admin(user)
     if role == VALIDATOR:
         return _in_group(user, VALIDATOR) or has_role(user, EXPERT, task)
     if role == RESEARCHER:
-        return _in_group(user, RESEARCHER) or (task is not None and is_owner(user, task)) or is_admin(user)
+        return _in_group(user, RESEARCHER) or (task is not None and can_manage(user, task)) or is_admin(user)
     if role == ANNOTATOR:
         return _in_group(user, ANNOTATOR)
     raise ValueError(f"unknown role {role!r}")

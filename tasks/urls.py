@@ -6,6 +6,10 @@ from tasks import views
 urlpatterns = [
     path("", views.home, name="home"),
     path("tasks/<slug:slug>/", views.task_detail, name="task-detail"),
+    # The owner's task pages, linked from the owner console (their addresses sit under it).
+    path("console/tasks/new/", views.task_create, name="tasks-create"),
+    path("tasks/<slug:slug>/console/settings/", views.task_settings, name="tasks-settings"),
+    path("tasks/<slug:slug>/console/import/", views.task_import, name="tasks-import"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

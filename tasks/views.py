@@ -1,39 +1,37 @@
+"""Pages of tasks: the list, a task's page, sign-up, and the owner's task creation, settings and import
+(linked from the owner console)."""
+
 from __future__ import annotations
 
-from django.contrib.auth import login
-from django.db import transaction
-from django.shortcuts import get_object_or_404, redirect, render
+import io
+from typing import Any
 
-from annotation.models import Example
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.shortcuts import redirect, render
+
 from tasks import roles
-from tasks.forms import SignupForm
-from tasks.models import Task
-from validation.stats import task_stats
+from tasks.access import refusal, task_for, visible_tasks
+from tasks.forms import ImportForm, SettingsForm, SignupForm, TaskCreateForm
+from tasks.importing import ImportFailed, ImportSpec, import_lines
+from tasks.kinds import KINDS
+from tasks.services import create_task
 
 
 def home(request):
-    tasks = Task.objects.visible_to(request.user).filter(active=True).prefetch_related("rounds")
-    rows = [{"task": t, "figures": Example.objects.filter(round__task=t).figures(), "round": t.current_round} for t in tasks]
+    # Figures come from template tags of the apps that own them (example_figures), not from here.
+    tasks = visible_tasks(request.user).prefetch_related("rounds")
+    rows = [{"task": t, "round": t.current_round} for t in tasks]
     return render(request, "tasks/home.html", {"rows": rows})
 
 
 def task_detail(request, slug: str):
-    task = get_object_or_404(Task.objects.visible_to(request.user), slug=slug)
-    per_round = Example.objects.filter(round__task=task).figures_by("round__number")
-    empty = Example.objects.none().figures()
-    rounds = [{"round": r, "figures": per_round.get(r.number, empty)} for r in task.rounds.all()]
-    return render(
-        request,
-        "tasks/task_detail.html",
-        {
-            "task": task,
-            "config": task.typed_config,
-            "rounds": rounds,
-            "figures": Example.objects.filter(round__task=task).figures(),
-            "roles": roles.role_names(request.user, task),
-            "stats": task_stats(task),
-        },
-    )
+    task = task_for(request, slug)
+    context = {"task": task, "config": task.typed_config, "roles": roles.role_names(request.user, task)}
+    return render(request, "tasks/task_detail.html", context)
 
 
 def signup(request):
@@ -45,3 +43,63 @@ def signup(request):
         login(request, user)
         return redirect("home")
     return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+# --- the owner's pages ---------------------------------------------------------------------------
+
+
+@login_required
+def task_create(request):
+    if not roles.is_admin(request.user):
+        raise PermissionDenied(refusal(roles.ADMIN))
+    form = TaskCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        task = create_task(slug=data["slug"], name=data["name"], kind=data["kind"], config=data["config"],
+                           owners=[request.user], visibility=data["visibility"])
+        messages.success(request, f"Task {task.name} created. Import its data, then open round 1.")
+        return redirect("rounds-task-console", slug=task.slug)
+    presets = {name: kind.default_config() for name, kind in KINDS.items()}
+    return render(request, "tasks/task_create.html", {"form": form, "presets": presets},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+def task_settings(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    form = SettingsForm(request.POST or None, task=task)
+    if request.method == "POST" and form.is_valid():
+        task.name, task.config = form.cleaned_data["name"], form.cleaned_data["config"]
+        task.save()
+        messages.success(request, "Settings saved.")
+        return redirect("tasks-settings", slug=task.slug)
+    return render(request, "tasks/task_settings.html", {"task": task, "form": form},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+def task_import(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    form = ImportForm(request.POST or None, request.FILES or None)
+    context: dict[str, Any] = {"task": task, "form": form}
+    if request.method != "POST" or not form.is_valid():
+        return render(request, "tasks/task_import.html", context, status=400 if form.errors else 200)
+    try:
+        context["report"] = import_lines(task, uploaded_lines(form.cleaned_data["file"]), import_spec(form.cleaned_data))
+    except ImportFailed as exc:  # not a bare translation: the page lists every bad row
+        context.update(report=exc.report, failed=True)
+        return render(request, "tasks/task_import.html", context, status=exc.status_code)
+    return render(request, "tasks/task_import.html", context)
+
+
+def uploaded_lines(file) -> list[tuple[int, str]]:
+    text = io.TextIOWrapper(file.file, encoding="utf-8", errors="replace")
+    return [(n, line) for n, line in enumerate(text, start=1) if line.strip()]
+
+
+def import_spec(data: dict[str, Any]) -> ImportSpec:
+    target = data["target"]
+    split = "train" if target == "pool" else data["split"]
+    kwargs = {"target": target, "collection": data["collection"], "split": split, "source": "console",
+              "skip_errors": data["skip_errors"]}
+    return ImportSpec.from_preset(data["preset"], **kwargs) if data["preset"] else ImportSpec(**kwargs)

@@ -6,14 +6,13 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.exceptions import APIException
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Example
-from tasks.models import Task
+from tasks.access import TaskScopedMixin, visible_tasks
 from tasks.permissions import IsValidator
 from validation import queue, services, stats
 from validation.serializers import (
@@ -27,23 +26,8 @@ from validation.serializers import (
 )
 
 
-class VoteRefused(APIException):
-    def __init__(self, exc: services.VoteError):
-        super().__init__({"detail": exc.message, "code": exc.code})
-        self.status_code = exc.status
-
-
-def visible_task(request: Request, slug: str) -> Task:
-    return get_object_or_404(Task.objects.visible_to(request.user).filter(active=True), slug=slug)
-
-
-class NextItemView(APIView):
+class NextItemView(TaskScopedMixin, APIView):
     permission_classes = [IsAuthenticated, IsValidator]
-
-    def get_task(self) -> Task:
-        if not hasattr(self, "_task"):
-            self._task = visible_task(self.request, self.kwargs["slug"])
-        return self._task
 
     @extend_schema(
         summary="Lease the next example to validate",
@@ -98,21 +82,16 @@ class VoteView(APIView):
         ],
     )
     def post(self, request: Request, pk: int) -> Response:
-        visible = Example.objects.filter(round__task__in=Task.objects.visible_to(request.user))
+        visible = Example.objects.filter(round__task__in=visible_tasks(request.user))
         example = get_object_or_404(visible.select_related("round__task", "context"), pk=pk)
         body = VoteInputSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        try:
-            result = services.submit_vote(
-                request.user, example, data["verdict"], data.get("label"), data.get("reason")
-            )
-        except services.VoteError as exc:
-            raise VoteRefused(exc) from None
+        result = services.submit_vote(request.user, example, data["verdict"], data.get("label"), data.get("reason"))
         return Response(vote_payload(result.validation, result.decision), status=status.HTTP_201_CREATED)
 
 
-class TaskStatsView(APIView):
+class TaskStatsView(TaskScopedMixin, APIView):
     permission_classes = [AllowAny]
 
     @extend_schema(
@@ -125,4 +104,4 @@ class TaskStatsView(APIView):
         responses={200: TaskStatsSerializer, 404: OpenApiResponse(ErrorSerializer, description="no such task")},
     )
     def get(self, request: Request, slug: str) -> Response:
-        return Response(stats.task_stats(visible_task(request, slug)))
+        return Response(stats.task_stats(self.get_task()))

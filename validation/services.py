@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Example
+from dynabench_site.errors import DomainError
 from tasks import roles
 from tasks.kinds import InputError
 from tasks.kinds.base import clean_text
@@ -24,12 +25,14 @@ MAX_REASON_CHARS = 1000
 VERDICTS = [choice.value for choice in Validation.Verdict]
 
 
-class VoteError(Exception):
-    """A vote the rules refuse: `status` 403 (not allowed for this user) or 409 (not in this state)."""
+class VoteError(DomainError):
+    """A vote the rules refuse: `status` 403 (not allowed for this user) or 409 (not in this state);
+    `code` names the rule (own_example, decided, ...)."""
 
     def __init__(self, status: int, code: str, message: str):
         super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+        self.status = self.status_code = status
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -46,7 +49,7 @@ class VoteResult:
 
 
 def vote_mode(user, task: Task) -> str:
-    if roles.has_role(user, roles.OWNER, task):
+    if roles.can_manage(user, task):
         return Validation.Mode.OWNER
     if roles.has_role(user, roles.EXPERT, task):
         return Validation.Mode.EXPERT

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Prefetch, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -14,20 +13,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
+from dynabench_site.pages import returns_to
 from tasks import roles
-from tasks.kinds import InputError
+from tasks.access import task_for
 from tasks.models import Task
 from validation import services, stats
 from validation.models import Validation
 
 SHOW = {"all": ["disputed", "flagged"], "disagreements": ["disputed"], "flags": ["flagged"]}
-
-
-def task_for(request: HttpRequest, slug: str, role: str) -> Task:
-    task = get_object_or_404(Task.objects.visible_to(request.user).filter(active=True), slug=slug)
-    if not roles.has_role(request.user, role, task):
-        raise PermissionDenied(f"You need the {role} role on this task.")
-    return task
 
 
 @login_required
@@ -74,19 +67,14 @@ def form_label(task: Task, example: Example, raw: str) -> Any:
 
 @login_required
 @require_POST
+@returns_to("validation-expert", "slug", say="Example {pk} not resolved: {error}")
 def resolve(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     task = task_for(request, slug, roles.EXPERT)
     example = get_object_or_404(Example.objects.select_related("round__task", "context"), pk=pk, round__task=task)
     verdict = request.POST.get("verdict")
     label = form_label(task, example, request.POST.get("label", "")) if verdict == "incorrect" else None
-    try:
-        result = services.submit_vote(request.user, example, verdict, label, request.POST.get("reason"))
-    except InputError as exc:
-        messages.error(request, f"Example {pk} not resolved: {exc.field}: {exc.message}")
-    except services.VoteError as exc:
-        messages.error(request, f"Example {pk} not resolved: {exc.message}")
-    else:
-        messages.success(request, f"Example {pk} is now {result.decision.state}.")
+    result = services.submit_vote(request.user, example, verdict, label, request.POST.get("reason"))
+    messages.success(request, f"Example {pk} is now {result.decision.state}.")
     return redirect(reverse("validation-expert", args=[slug]) + _query(request.POST.get("next", "")))
 
 
@@ -95,5 +83,5 @@ def _query(raw: str) -> str:
 
 
 def figures(request: HttpRequest, slug: str) -> HttpResponse:
-    task = get_object_or_404(Task.objects.visible_to(request.user).filter(active=True), slug=slug)
+    task = task_for(request, slug)
     return render(request, "validation/stats.html", {"task": task, "stats": stats.task_stats(task)})

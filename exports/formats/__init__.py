@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dynabench_site.errors import InvalidInput
 from exports.formats.base import ExportFormat, RecordWriter
 from exports.formats.csv_format import CsvFormat
 from exports.formats.jsonl import JsonlFormat
@@ -10,7 +11,7 @@ from exports.formats.parquet import ParquetFormat
 FORMATS: dict[str, ExportFormat] = {}
 
 
-class UnknownFormat(ValueError):
+class UnknownFormat(InvalidInput, ValueError):
     pass
 
 

@@ -8,6 +8,7 @@ from exports import access
 from exports.formats import FORMATS
 from exports.models import DatasetSnapshot
 from exports.splits import SPLITS
+from tasks.roles import can_manage
 
 register = template.Library()
 
@@ -17,14 +18,16 @@ def dataset_downloads(context, task) -> dict:
     user = context["request"].user
     allowed = {s.pk for s in access.downloadable(user, task)}
     snapshots = DatasetSnapshot.objects.filter(task=task).select_related("round", "task")
+    manages = can_manage(user, task)
     return {
         "task": task,
         "rows": [{"snapshot": s, "allowed": s.pk in allowed} for s in snapshots],
-        "can_manage": access.can_manage(user, task),
-        "rounds": list(task.rounds.order_by("number")) if access.can_manage(user, task) else [],
+        "can_manage": manages,
+        "rounds": list(task.rounds.order_by("number")) if manages else [],
         "formats": list(FORMATS),
         "splits": SPLITS,
         "audiences": DatasetSnapshot.Audience.choices,
         "csrf_token": context.get("csrf_token"),
         "user": user,
+        "request": context["request"],
     }

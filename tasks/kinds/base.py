@@ -13,16 +13,18 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from dynabench_site.errors import InvalidInput
+
 RATE_RE = re.compile(r"^\d+/(s|sec|m|min|h|hour|d|day)$")
 
 
-class InputError(ValueError):
-    """Bad example input or target; `field` names what was wrong (e.g. ``input.text``)."""
+class InputError(InvalidInput, ValueError):
+    """Bad example input or target (HTTP 400); `field` names what was wrong (e.g. ``input.text``)."""
+
+    field: str
 
     def __init__(self, field: str, message: str):
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
+        super().__init__(message, field=field)
 
     def as_dict(self) -> dict[str, list[str]]:
         return {self.field: [self.message]}

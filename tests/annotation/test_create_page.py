@@ -175,3 +175,15 @@ def test_new_context_and_inspiration_on_request(browser, writer, sentiment):
     browser.find_element(By.ID, "inspiration-button").click()
     wait(browser).until(lambda b: b.find_element(By.ID, "inspiration").is_displayed())
     assert "Hard examples" in browser.find_element(By.ID, "inspiration").text
+
+
+def test_a_refused_submission_says_why_on_the_page(browser, writer, sentiment, deploy):
+    task, round, _ = sentiment
+    deploy(round)
+    open_create(browser, writer, task)
+    round.__class__.objects.filter(pk=round.pk).update(status="closed")  # closed while the writer was typing
+    browser.find_element(By.ID, "input-text").send_keys("Too late for this round.")
+    browser.find_element(By.CSS_SELECTOR, "input[name=target]").click()
+    browser.find_element(By.ID, "submit").click()
+    wait(browser).until(lambda b: "submissions are closed" in b.find_element(By.ID, "form-error").text)
+    assert not Example.objects.exists()

@@ -222,3 +222,14 @@ def test_concurrent_polls_re_enqueue_a_due_example_once(writer_api, sentiment, s
     assert scoring.revive_if_due(seen_by_two_polls) is False
     example = Example.objects.get(pk=example_id)
     assert example.scoring_attempts == 2 and example.scoring_state == "pending"
+
+
+def test_sandbox_with_a_broken_model_is_502_saying_which(writer_api, sentiment, deploy):
+    from modelzoo.models import ModelVersion
+
+    task, round, context = sentiment
+    deploy(round)
+    ModelVersion.objects.filter(task=task).update(artifact="gone")  # retrying cannot help
+    response = writer_api.post(f"/api/tasks/{task.slug}/sandbox/", sentiment_body(context), format="json")
+    assert response.status_code == 502 and "no artifact" in response.data["detail"]
+    assert response.data["code"] == "model_failed" and "Retry-After" not in response

@@ -4,6 +4,8 @@ from typing import Any
 
 from django import template
 
+from validation.stats import task_stats
+
 register = template.Library()
 
 
@@ -15,3 +17,9 @@ def label_text(value: Any) -> str:
     if isinstance(value, dict):
         return str(value.get("label", value.get("text", value)))
     return str(value)
+
+
+@register.inclusion_tag("validation/_figures.html")
+def validation_figures(task) -> dict[str, Any]:
+    """`{% validation_figures task %}`: the task page's validation figures and writers' leaderboard."""
+    return {"task": task, "stats": task_stats(task)}

@@ -1,29 +1,22 @@
-// The create page: write an example, see the verdict. Calls the same API as any client.
+// The create page: write an example, see the verdict. Calls the same API as any client (through api.js);
+// its addresses come from the page (cfg.urls) and from each example's `links`.
 (function () {
   "use strict";
-  const cfg = JSON.parse(document.getElementById("create-config").textContent);
+  const { call, showError: showErrorIn, errorText, pageData } = window.dynabench.api;
+  const cfg = pageData("create-config");
   const $ = (id) => document.getElementById(id);
-  const csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const withQuery = (url, params) => {
+    const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""));
+    return query.toString() ? `${url}${url.includes("?") ? "&" : "?"}${query}` : url;
+  };
   const api = {
-    next: (exclude) => `/api/tasks/${cfg.slug}/contexts/next/` + (exclude ? `?exclude=${exclude}` : ""),
-    submit: (sandbox) => `/api/tasks/${cfg.slug}/examples/` + (sandbox ? "?sandbox=1" : ""),
-    example: (id, action) => `/api/examples/${id}/` + (action ? `${action}/` : ""),
-    stats: `/api/me/stats/?task=${encodeURIComponent(cfg.slug)}`,
-    inspiration: `/api/tasks/${cfg.slug}/inspiration/`,
+    next: (exclude) => withQuery(cfg.urls.next_context, { exclude }),
+    submit: (sandbox) => withQuery(cfg.urls.submit, { sandbox: sandbox ? 1 : null }),
+    stats: cfg.urls.my_stats,
+    inspiration: cfg.urls.inspiration,
   };
   const state = { contextId: null, answer: null, example: null, key: null, startedAt: Date.now(), poll: null };
   state.contextId = parseInt($("context").dataset.contextId, 10) || null;
-
-  async function call(method, url, body) {
-    const response = await fetch(url, {
-      method,
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, Accept: "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const data = response.status === 204 ? null : await response.json().catch(() => ({}));
-    return { status: response.status, ok: response.ok, data, retryAfter: response.headers.get("Retry-After") };
-  }
 
   function newKey() {
     if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
@@ -109,8 +102,7 @@
   }
 
   function showError(data, fallback) {
-    const text = (data && data.detail) || fallback || "Something went wrong.";
-    $("form-error").textContent = text;
+    showErrorIn($("form-error"), data, fallback);
   }
 
   async function submit(event) {
@@ -227,8 +219,9 @@
 
   function schedulePoll(id, delay) {
     clearTimeout(state.poll);
+    const url = state.example.links.self;
     state.poll = setTimeout(async () => {
-      const result = await call("GET", api.example(id)).catch(() => null);
+      const result = await call("GET", url).catch(() => null);
       if (!state.example || state.example.id !== id) return;
       if (result && result.ok && result.data.scoring_state !== "pending") {
         state.example = result.data;
@@ -241,8 +234,8 @@
   // --- the writer's actions ----------------------------------------------------------------------
   async function act(action, body, done) {
     if (!state.example) return;
-    const result = await call("POST", api.example(state.example.id, action), body);
-    if (!result.ok) { $("action-status").textContent = (result.data && result.data.detail) || "That did not work."; return; }
+    const result = await call("POST", state.example.links[action], body);
+    if (!result.ok) { showErrorIn($("action-status"), result.data, "That did not work."); return; }
     state.example = result.data;
     $("action-status").textContent = done;
     refreshFigures();
@@ -294,7 +287,7 @@
     if (!box.hidden) { box.hidden = true; button.setAttribute("aria-expanded", "false"); return; }
     const result = await call("GET", api.inspiration);
     box.replaceChildren();
-    if (!result.ok) box.append(el("p", { class: "error" }, (result.data && result.data.detail) || "Unavailable."));
+    if (!result.ok) box.append(el("p", { class: "error" }, errorText(result.data, "Unavailable.")));
     else {
       const sections = [["Examples that fooled the model (verified)", result.data.fooling_examples],
         ["Hard examples for this round", result.data.hard_examples]];

@@ -1,8 +1,11 @@
 // Follows a pipeline job: polls its JSON every second and updates the progress bar, steps and logs.
+// The job's API address comes from the page (data-job-url on #job-steps); calls go through api.js.
 (function () {
   "use strict";
-  const url = window.JOB_URL;
+  const api = window.dynabench.api;
   const $ = (sel, root) => (root || document).querySelector(sel);
+  const steps = $("#job-steps");
+  const url = steps && steps.dataset.jobUrl;
 
   function setBar(el, fraction) {
     const pct = Math.round((fraction || 0) * 100);
@@ -35,8 +38,8 @@
   }
 
   function poll() {
-    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
-      .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+    api.get(url)
+      .then((result) => (result.ok ? result.data : Promise.reject(result.status)))
       .then((job) => {
         render(job);
         if (job.status === "pending" || job.status === "running") setTimeout(poll, 1000);

@@ -1,21 +1,12 @@
 // The validation page: one key per verdict (1 correct, 2 incorrect, 3 flag); each vote saves and loads the next item.
+// API calls go through api.js; the queue's address comes from the page (data-next-url), each vote's from its item.
 (() => {
   "use strict";
   const app = document.getElementById("validate-app");
   if (!app) return;
-  const csrf = document.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const api = window.dynabench.api;
   const $ = (id) => document.getElementById(id);
   const state = { item: null, mode: "idle", busy: false, done: 0 };
-
-  async function call(url, options = {}) {
-    const response = await fetch(url, {
-      credentials: "same-origin",
-      ...options,
-      headers: { "Content-Type": "application/json", "X-CSRFToken": csrf, Accept: "application/json" },
-    });
-    const body = await response.json().catch(() => ({}));
-    return { ok: response.ok, status: response.status, body };
-  }
 
   function text(value) {
     if (value === null || value === undefined) return "—";
@@ -80,9 +71,9 @@
   }
 
   async function next() {
-    const { ok, body } = await call(app.dataset.nextUrl);
-    if (!ok) return empty({ detail: body.detail || "Could not load the next example." });
-    return body.item ? show(body.item) : empty(body);
+    const { ok, data } = await api.get(app.dataset.nextUrl);
+    if (!ok) return empty({ detail: api.errorText(data, "Could not load the next example.") });
+    return data.item ? show(data.item) : empty(data);
   }
 
   function setMode(mode) {
@@ -106,7 +97,7 @@
     if (label !== undefined) payload.label = label;
     if (reason !== undefined) payload.reason = reason;
     try {
-      const { ok, status, body } = await call(state.item.validate_url, { method: "POST", body: JSON.stringify(payload) });
+      const { ok, status, data } = await api.post(state.item.validate_url, payload);
       if (ok) {
         state.done += 1;
         $("done-count").textContent = String(state.done);
@@ -114,7 +105,7 @@
       } else if (status === 409) {
         await next(); // decided or held by others meanwhile: move on
       } else {
-        $("vote-error").textContent = body.detail || `Not saved (${status}).`;
+        api.showError($("vote-error"), data, `Not saved (${status}).`);
       }
     } finally {
       state.busy = false;

@@ -1,0 +1,89 @@
+"""Domain errors on pages, in one place (the API's twin is `dynabench_site.api.exception_handler`).
+
+A service raises a `DomainError`; the page view does not catch it. `DomainErrorMiddleware` answers:
+
+- a form view marked with `@returns_to(...)`: back to the page the form is on, with the error shown as a
+  message (what a person submitting a form expects: the same page, saying what was wrong);
+- anything else: the error page, with the error's status (400, 403, 404, 409, 502, 503) and its message.
+
+The page to go back to is the form's `next` field when it names a page of this site (templates put
+`request.get_full_path` there, so filters survive), else the page the view declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from dynabench_site.api import error_text
+from dynabench_site.errors import DomainError
+
+
+@dataclass(frozen=True)
+class ReturnsTo:
+    url_name: str | None
+    url_kwargs: tuple[str, ...]
+    say: str
+
+    def url(self, request: HttpRequest) -> str | None:
+        """Where to go back: a safe `next` (a path, or a query on the declared page), else the declared page."""
+        kwargs = request.resolver_match.kwargs if request.resolver_match else {}
+        page = reverse(self.url_name, kwargs={k: kwargs[k] for k in self.url_kwargs}) if self.url_name else None
+        return back_url(request, page)
+
+    def message(self, request: HttpRequest, exc: DomainError) -> str:
+        kwargs = request.resolver_match.kwargs if request.resolver_match else {}
+        return self.say.format(error=error_text(exc), **kwargs)
+
+
+def returns_to(url_name: str | None = None, *url_kwargs: str, say: str = "{error}") -> Callable:
+    """Mark a form view: a domain error it raises sends the user back to the page `url_name` (reversed with
+    the view's own URL arguments named in `url_kwargs`) with the message `say` (formatted with `error` and
+    the view's URL arguments). With no `url_name`, only the form's `next` field says where to go."""
+
+    def mark(view: Callable) -> Callable:
+        view.returns_to = ReturnsTo(url_name, url_kwargs, say)
+        return view
+
+    return mark
+
+
+def back_url(request: HttpRequest, default: str | None) -> str | None:
+    """The form's `next` field when it is a page of this site (or a query string on `default`), else `default`."""
+    target = request.POST.get("next", "")
+    if target.startswith("?"):
+        return f"{default}{target}" if default else None
+    if target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return default
+
+
+class DomainErrorMiddleware:
+    """Turns a domain error raised by a page view into the answer described in this module's docstring.
+    API views never reach it: DRF's exception handler answers their errors first."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if not isinstance(exc, DomainError):
+            return None
+        view = request.resolver_match.func if request.resolver_match else None
+        back: ReturnsTo | None = getattr(view, "returns_to", None)
+        target = back.url(request) if back is not None and request.method == "POST" else None
+        if target is None:
+            context = {"status": exc.status_code, "message": error_text(exc)}
+            return render(request, "error.html", context, status=exc.status_code)
+        messages.error(request, back.message(request, exc))
+        return redirect(target)
