@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import scoring, services
+from annotation import jobs, scoring, services
 from annotation.models import Example
 from annotation.serializers import (
     ContextSerializer,
@@ -132,7 +132,7 @@ def sandbox_response(task: Task, request: Request) -> Response:
     body = SubmissionSerializer(data=request.data)
     body.is_valid(raise_exception=True)
     try:
-        verdict = scoring.sandbox_verdict(task, body.submission())
+        verdict = services.sandbox_verdict(task, body.submission())
     except services.Conflict as exc:
         raise ConflictError(exc) from None
     except BackendError as exc:
@@ -187,7 +187,7 @@ class ExampleView(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         example = self.get_example(pk, author_only=False)
-        if scoring.revive_if_due(example):
+        if jobs.revive_if_due(example):
             example.refresh_from_db()
         return Response(ExampleSerializer(example).data)
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dynabench_site.errors import InvalidInput
 from tasks.models import pydantic_message
 
 
@@ -21,14 +22,13 @@ class PipelineOptions(BaseModel):
     pool_max: int = Field(5000, ge=1, description="pool items scored for hardness (a stable sample)")
 
 
-class BadOptions(ValueError):
-    pass
+class BadOptions(InvalidInput):
+    def __init__(self, message: str):
+        super().__init__(message, field="options")
 
 
 def pipeline_options(overrides: dict[str, Any] | None = None) -> PipelineOptions:
     """Defaults, then settings.ROUNDS_PIPELINE, then the caller's overrides."""
-    from pydantic import ValidationError
-
     merged = {**getattr(settings, "ROUNDS_PIPELINE", {}), **(overrides or {})}
     try:
         return PipelineOptions.model_validate(merged)
