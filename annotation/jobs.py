@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import logging
-
 from celery import shared_task
 
 from annotation import scoring
 from annotation.models import Example
 from dynabench_site.jobs import dispatch
-
-log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, name="annotation.score_example", acks_late=True, max_retries=None, ignore_result=True)

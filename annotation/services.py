@@ -7,7 +7,6 @@ loses an example.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,8 +20,6 @@ from dynabench_site import errors
 from tasks.kinds import InputError, TaskConfig
 from tasks.kinds.base import clean_text
 from tasks.models import Context, LabeledItem, Round, Task
-
-log = logging.getLogger(__name__)
 
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 MAX_REASON_CHARS = 1000
