@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dynabench_site.errors import InvalidInput
 from tasks.importing import ImportFailed, ImportReport, ImportSpec, parse_rows, read_jsonl
 from tasks.models import LabeledItem, Task
 
@@ -37,8 +38,9 @@ class LabelledSet:
         return self
 
 
-class UnknownDataset(ValueError):
-    pass
+class UnknownDataset(InvalidInput, ValueError):
+    def __init__(self, message: str):
+        super().__init__(message, field="dataset")
 
 
 def labeled_items(task: Task, collections: list[str] | None = None, split: str = "train") -> LabelledSet:

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from dynabench_site.errors import Conflict
 from modelzoo import data, training
 from modelzoo.aggregation import DEFAULT_FOR_HEAD, get_strategy
 from modelzoo.explain import FAST
@@ -36,7 +37,7 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
 }
 
 
-class InvalidTransition(ValueError):
+class InvalidTransition(Conflict, ValueError):
     pass
 
 
