@@ -13,7 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import scoring, services
+from annotation import jobs, scoring, services
 from annotation.models import Example
 from annotation.serializers import (
     ContextSerializer,
@@ -106,7 +106,7 @@ def sandbox_response(task: Task, request: Request) -> Response:
     """Score without storing. A model server that is down answers 503 with Retry-After (BackendError)."""
     body = SubmissionSerializer(data=request.data)
     body.is_valid(raise_exception=True)
-    return Response(SandboxVerdictSerializer(scoring.sandbox_verdict(task, body.submission())).data)
+    return Response(SandboxVerdictSerializer(services.sandbox_verdict(task, body.submission())).data)
 
 
 class SandboxView(TaskScopedView):
@@ -151,7 +151,7 @@ class ExampleView(APIView):
     )
     def get(self, request: Request, pk: int) -> Response:
         example = self.get_example(pk, author_only=False)
-        if scoring.revive_if_due(example):
+        if jobs.revive_if_due(example):
             example.refresh_from_db()
         return Response(ExampleSerializer(example).data)
 

@@ -1,14 +1,12 @@
-"""Celery jobs of the create flow: thin wrappers over annotation.scoring."""
+"""Celery jobs of the create flow (thin wrappers over annotation.scoring), and how they are queued."""
 
 from __future__ import annotations
-
-import logging
 
 from celery import shared_task
 
 from annotation import scoring
-
-log = logging.getLogger(__name__)
+from annotation.models import Example
+from dynabench_site.jobs import dispatch
 
 
 @shared_task(bind=True, name="annotation.score_example", acks_late=True, max_retries=None, ignore_result=True)
@@ -29,4 +27,24 @@ def score_example(self, example_id: int) -> str:
 @shared_task(name="annotation.score_pending", ignore_result=True)
 def score_pending(limit: int = 500) -> int:
     """Re-enqueue pending examples whose retry is due (e.g. from a periodic schedule)."""
-    return scoring.sweep_pending(limit)
+    return sweep_pending(limit)
+
+
+def enqueue_scoring(example_id: int) -> None:
+    """Score the example once the current transaction commits: inline in the embedded default, on a worker
+    with a broker. A broker that is down leaves it pending; `score_pending` or the writer's next poll
+    picks it up."""
+    dispatch(score_example, example_id)
+
+
+def revive_if_due(example: Example) -> bool:
+    """Re-enqueue a pending example whose retry is due; only one of many concurrent polls does."""
+    if not scoring.claim_revival(example):
+        return False
+    enqueue_scoring(example.pk)
+    return True
+
+
+def sweep_pending(limit: int = 500, include_failed: bool = False) -> int:
+    """Re-enqueue due pending examples (and, on request, failed ones); returns how many."""
+    return sum(revive_if_due(example) for example in scoring.pending_examples(limit, include_failed))

@@ -86,7 +86,3 @@ class Example(models.Model):
     @property
     def task(self):
         return self.round.task
-
-    @property
-    def is_verified_fooling(self) -> bool:
-        return bool(self.fooled) and self.consensus == self.Consensus.VERIFIED

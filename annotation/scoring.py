@@ -1,8 +1,9 @@
-"""Scoring: call the round's ensemble for one saved example and store the verdict.
+"""Scoring: call the round's ensemble for one saved example and store the verdict (the worker's side).
 
 Workers claim an example with a conditional update on `scoring_attempts`, and store the verdict only
 if their claim is still the latest one, so two workers never store a verdict for the same example twice.
-"Fooled" is always decided here, by the task kind, from the stored ensemble prediction.
+"Fooled" is always decided here, by the task kind (`is_fooled`), from the stored ensemble prediction.
+Queueing a scoring job is `annotation.jobs`; the sandbox (score without storing) is `annotation.services`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.models import Example
-from annotation.services import CleanSubmission, Submission, clean_submission, enqueue_scoring
+from modelzoo.services import predict_for_round
 from modelzoo.types import BackendError, RoundVerdict
 from tasks.models import Round, Task
 
@@ -53,9 +54,11 @@ def backoff_seconds(attempts: int) -> float:
 
 
 def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = True) -> list[RoundVerdict]:
-    from modelzoo.services import predict_for_round
-
     return predict_for_round(round, model_inputs, explain=explain)
+
+
+def is_fooled(task: Task, target: Any, ensemble_prediction: dict[str, Any]) -> bool:
+    return task.kind_impl.is_fooled(task.typed_config, target, ensemble_prediction)
 
 
 def model_input_for(example: Example) -> dict[str, str]:
@@ -92,8 +95,7 @@ def score_example(example_id: int) -> Outcome:
 
 
 def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:
-    task = example.round.task
-    fooled = task.kind_impl.is_fooled(task.typed_config, example.target, verdict["ensemble"])
+    fooled = is_fooled(example.round.task, example.target, verdict["ensemble"])
     stored = Example.objects.filter(
         pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token
     ).update(
@@ -134,51 +136,26 @@ def is_due(example: Example, now=None) -> bool:
     return example.updated_at + timedelta(seconds=wait) <= now
 
 
-def revive_if_due(example: Example) -> bool:
-    """Re-enqueue a pending example whose retry is due (a poll from the page, or the sweep).
+def claim_revival(example: Example) -> bool:
+    """Take the right to re-enqueue a pending example whose retry is due (a poll from the page, or the sweep).
 
-    The conditional touch of `updated_at` lets only one of many concurrent polls enqueue, and restarts
-    the backoff clock, so polling never floods the queue.
+    The conditional touch of `updated_at` lets only one of many concurrent polls win, and restarts the
+    backoff clock, so polling never floods the queue. The winner enqueues (`annotation.jobs.revive_if_due`).
     """
     if not is_due(example):
         return False
-    touched = Example.objects.filter(
+    return bool(Example.objects.filter(
         pk=example.pk, scoring_state=Example.Scoring.PENDING, updated_at=example.updated_at
-    ).update(updated_at=timezone.now())
-    if touched:
-        enqueue_scoring(example.pk)
-    return bool(touched)
+    ).update(updated_at=timezone.now()))
 
 
-def sweep_pending(limit: int = 500, include_failed: bool = False) -> int:
-    """Re-enqueue due pending examples (and, on request, failed ones); returns how many."""
+def pending_examples(limit: int = 500, include_failed: bool = False) -> list[Example]:
+    """Pending examples, longest waiting first (and, on request, failed ones turned pending again)."""
     if include_failed:
         Example.objects.filter(scoring_state=Example.Scoring.FAILED).update(
             scoring_state=Example.Scoring.PENDING, updated_at=timezone.now() - timedelta(days=1)
         )
-    pending = Example.objects.filter(scoring_state=Example.Scoring.PENDING).order_by("updated_at")[:limit]
-    return sum(revive_if_due(example) for example in pending)
-
-
-# --- sandbox: scored, nothing stored ---------------------------------------------------------------
-
-
-def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
-    """Validate and score a would-be example without storing anything (BackendError propagates)."""
-    clean: CleanSubmission = clean_submission(task, sub)
-    verdict = predict(clean.round, [clean.model_input])[0]
-    return {
-        "sandbox": True,
-        "round": clean.round.number,
-        "context_id": clean.context.pk if clean.context else None,
-        "input": clean.input,
-        "target": clean.target,
-        "fooled": task.kind_impl.is_fooled(task.typed_config, clean.target, verdict["ensemble"]),
-        "ensemble_prediction": verdict["ensemble"],
-        "model_predictions": verdict["models"],
-        "explanation": verdict.get("explanation"),
-        "model_versions": verdict["model_versions"],
-    }
+    return list(Example.objects.filter(scoring_state=Example.Scoring.PENDING).order_by("updated_at")[:limit])
 
 
 def await_verdict(example: Example, timeout: float) -> Example:

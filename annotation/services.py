@@ -1,26 +1,25 @@
-"""Use cases of the create flow: contexts, submission, the writer's actions, figures and inspiration.
+"""Use cases of the create flow: contexts, submission, the sandbox, the writer's actions, figures and inspiration.
 
 Scoring (the model verdict) lives in annotation.scoring; submit() only saves the example and, once the
-transaction has committed, enqueues the scoring job, so a model server that is down never loses an example.
+transaction has committed, enqueues the scoring job (annotation.jobs), so a model server that is down never
+loses an example.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 
+from annotation import jobs, scoring
 from annotation.models import Example
 from annotation.sampling import get_strategy
 from dynabench_site import errors
 from tasks.kinds import InputError, TaskConfig
 from tasks.kinds.base import clean_text
 from tasks.models import Context, LabeledItem, Round, Task
-
-log = logging.getLogger(__name__)
 
 MAX_TIME_SPENT_MS = 24 * 3600 * 1000
 MAX_REASON_CHARS = 1000
@@ -160,7 +159,7 @@ def submit(user, task: Task, sub: Submission) -> SubmitResult:
                 idempotency_key=key, time_spent_ms=sub.time_spent_ms,
                 metadata={"kind": task.kind, "sampling": task.typed_config.sampling},
             )
-            transaction.on_commit(lambda: enqueue_scoring(example.pk))
+            jobs.enqueue_scoring(example.pk)  # runs once this transaction commits
     except IntegrityError:
         # Two requests with the same key raced; the first one won.
         if key is None or (first := _by_key(user, key)) is None:
@@ -173,14 +172,22 @@ def _by_key(user, key: str) -> Example | None:
     return Example.objects.filter(author=user, idempotency_key=key).first()
 
 
-def enqueue_scoring(example_id: int) -> None:
-    """Hand the example to the scoring job; a broker that is down leaves it pending for the sweep."""
-    from annotation import jobs
-
-    try:
-        jobs.score_example.delay(example_id)
-    except Exception:  # the example is saved; `score_pending` or the next poll picks it up
-        log.exception("could not enqueue scoring of example %s; it stays pending", example_id)
+def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
+    """Validate and score a would-be example without storing anything (BackendError propagates)."""
+    clean = clean_submission(task, sub)
+    verdict = scoring.predict(clean.round, [clean.model_input])[0]
+    return {
+        "sandbox": True,
+        "round": clean.round.number,
+        "context_id": clean.context.pk if clean.context else None,
+        "input": clean.input,
+        "target": clean.target,
+        "fooled": scoring.is_fooled(task, clean.target, verdict["ensemble"]),
+        "ensemble_prediction": verdict["ensemble"],
+        "model_predictions": verdict["models"],
+        "explanation": verdict.get("explanation"),
+        "model_versions": verdict["model_versions"],
+    }
 
 
 # --- the writer's actions ------------------------------------------------------------------------

@@ -47,8 +47,7 @@ def build(data_dir: Path, n_examples: int, n_pool: int):
 
     from annotation.models import Example
     from tasks.importing import ImportSpec, import_lines
-    from tasks.models import Round
-    from tasks.services import create_task
+    from tasks.services import create_task, open_next_round
 
     owner = User.objects.create_superuser("owner", "owner@example.org", "x")
     task = create_task(slug="bench", name="Bench", kind="sentiment", owners=[owner],
@@ -57,7 +56,7 @@ def build(data_dir: Path, n_examples: int, n_pool: int):
                  ImportSpec.from_preset("sst2", target="pool", collection="sst2"))
     import_lines(task, sst2_lines(data_dir / "sst2/dev.jsonl", 0, 10**6),
                  ImportSpec.from_preset("sst2", target="eval", collection="sst2", split="test"))
-    round1 = Round.objects.create(task=task, number=1, status=Round.Status.OPEN)
+    round1 = open_next_round(task)
     writers = [User.objects.create_user(f"writer{i}") for i in range(20)]
     rows = [json.loads(line) for _, line in sst2_lines(data_dir / "sst2/train.jsonl", 20000, n_examples)]
     Example.objects.bulk_create([
@@ -83,7 +82,7 @@ def main() -> None:
     setup_django(workdir)
     from django.conf import settings
 
-    settings.ROUNDS_JOB_RUNNER = "inline"
+    settings.JOB_RUNNER = "inline"
     from rounds import services
     from rounds.models import PipelineStep
 

@@ -179,8 +179,9 @@ MODEL_EXPLANATION_METHOD = env_choice(
     "MODEL_EXPLANATION_METHOD", "input_x_gradient", ["input_x_gradient", "integrated_gradients"]
 )
 
-# Round pipeline: where jobs run ("" = Celery with a broker, a subprocess without), upload limits.
-ROUNDS_JOB_RUNNER = env_choice("ROUNDS_JOB_RUNNER", "", ["", "celery", "subprocess", "thread", "inline"])
+# Where long jobs run (dynabench_site.jobs): "" = Celery with a broker, a subprocess without.
+JOB_RUNNER = env_choice("JOB_RUNNER", "", ["", "celery", "subprocess", "thread", "inline"])
+# Round pipeline: upload limits, and when a silent run counts as stalled.
 ROUNDS_UPLOAD_MAX_MB = env_int("ROUNDS_UPLOAD_MAX_MB", 600, minimum=1)
 ROUNDS_PIPELINE_STALE_S = env_int("ROUNDS_PIPELINE_STALE_S", 1800, minimum=60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024

@@ -15,7 +15,7 @@ from django.db.models import Max
 from dynabench_site.errors import InvalidInput, Unavailable
 from exports import splits
 from exports.bundle import BundleResult, sha256_file, write_bundle
-from exports.formats import FORMATS, get_format
+from exports.formats import get_format
 from exports.models import DatasetSnapshot
 from exports.streaming import stream_file, stream_records, stream_zip_member
 from tasks.models import Round, Task
@@ -199,6 +199,3 @@ def _record(round, user, draft: Path, version: int, result: BundleResult, audien
         raise ExportError("another snapshot of this round was published at the same moment; try again") from None
     return snapshot, True
 
-
-def format_names() -> list[str]:
-    return list(FORMATS)

@@ -10,12 +10,18 @@ owner later changes the ratios or the seed:
                                        validation decides, so a future dev/test example never leaks
                                        into a train file first
 - rejected, flagged (by validators or the writer), retracted, or not scored: excluded
+
+This module is the one owner of that decision: exports write these splits, and the round pipeline trains on
+exactly the train split and evaluates on the test split (`split_rows`), so an example without a stored split
+is never trained on, and an example trained on (split = train, stored for good) never reaches dev or test.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 from django.db.models import Q, QuerySet
@@ -73,7 +79,11 @@ class SplitRule:
 
 def exported(round: Round) -> QuerySet:
     """Examples that can ever appear in an export: scored and not retracted."""
-    return Example.objects.filter(round=round, retracted=False, scoring_state=Example.Scoring.SCORED)
+    return _exported(round=round)
+
+
+def _exported(**where: Any) -> QuerySet:
+    return Example.objects.filter(retracted=False, scoring_state=Example.Scoring.SCORED, **where)
 
 
 EXCLUDED_Q = Q(consensus__in=[Example.Consensus.REJECTED, Example.Consensus.FLAGGED]) | Q(flagged=True)
@@ -131,3 +141,45 @@ def _store(ids: list[int], split: str) -> int:
 def held_back(round: Round) -> int:
     """Usable examples without a split yet (fooled, awaiting validation, with a dev/test hash)."""
     return usable(round).filter(split__isnull=True).count()
+
+
+# -- the splits as the round pipeline reads them (training and evaluation) ----------------------------
+
+
+def rounds_with_data(task: Task) -> QuerySet:
+    """The rounds whose examples form datasets: every round past its draft."""
+    return task.rounds.exclude(status=Round.Status.DRAFT).order_by("number")
+
+
+def rounds_with(task: Task, split: str) -> list[Round]:
+    """Rounds that have at least one example stored in `split` (and still usable)."""
+    having = _exported(round__task=task, split=check_split(split)).exclude(EXCLUDED_Q).values("round_id")
+    return list(Round.objects.filter(pk__in=having).order_by("number"))
+
+
+@dataclass(frozen=True)
+class SplitRow:
+    """One example of a split, as a model learns from it or is scored on it."""
+
+    example_id: int
+    context: dict[str, Any]
+    input: dict[str, Any]
+    target: Any
+
+
+def learned_target(target: Any, validated_label: Any) -> Any:
+    """The label a model learns: the validated label where validators gave one, else the writer's target
+    (the export's `label` column)."""
+    return validated_label if validated_label is not None else target
+
+
+def split_rows(round: Round, split: str) -> Iterator[SplitRow]:
+    """The examples of one split of `round`, exactly as an export of it now would hold them.
+
+    Splits are assigned first (as a live export does); an example still held back is in no split, so it is
+    neither trained nor tested on until validation decides, and once stored its split never moves.
+    """
+    assign_splits(round)
+    rows = in_split(round, split).order_by("id").values_list("id", "context__payload", "input", "target", "validated_label")
+    for example_id, context, model_input, target, validated in rows.iterator(chunk_size=ASSIGN_BATCH):
+        yield SplitRow(example_id, context or {}, model_input, learned_target(target, validated))

@@ -1,8 +1,11 @@
-"""Labelled sets for training and evaluation: imported LabeledItems, verified Examples, or a JSONL file.
+"""Labelled sets for training and evaluation, and the two sources the model zoo reads itself.
 
-Names (used by `evaluate` and stored with evaluations):
-  "<collection>/<split>"   LabeledItem rows ("*" for every collection), e.g. "demo/test", "*/train"
-  "round-<n>[/<split>]"    verified Examples of round n (optionally one dataset split)
+The model zoo trains and evaluates on ready `LabelledSet`s; it never decides which collected examples
+form a set. Sets of collected examples (a round's train or test split) are built by the round pipeline
+from what `exports.splits` decides (`rounds.datasets`). What the model zoo reads on its own is labelled data
+that was not written on the platform:
+
+  "<collection>/<split>"     imported LabeledItem rows ("*" for every collection), e.g. "demo/test", "*/train"
   "jsonl:[<preset>:]<path>"  a JSONL file in the task's field names, or mapped by an import preset
 """
 
@@ -12,7 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.models import LabeledItem, Task, payload_hash
+from dynabench_site.errors import InvalidInput
+from tasks.importing import ImportFailed, ImportReport, ImportSpec, parse_rows, read_jsonl
+from tasks.models import LabeledItem, Task
 
 
 @dataclass
@@ -33,6 +38,11 @@ class LabelledSet:
         return self
 
 
+class UnknownDataset(InvalidInput, ValueError):
+    def __init__(self, message: str):
+        super().__init__(message, field="dataset")
+
+
 def labeled_items(task: Task, collections: list[str] | None = None, split: str = "train") -> LabelledSet:
     kind, config = task.kind_impl, task.typed_config
     rows = LabeledItem.objects.filter(task=task, split=split).order_by("id")
@@ -44,32 +54,8 @@ def labeled_items(task: Task, collections: list[str] | None = None, split: str =
     return out
 
 
-def verified_examples(task: Task, rounds: list[int] | None = None, split: str | None = None,
-                      for_training: bool = False) -> LabelledSet:
-    """Examples whose label the validators confirmed; the validated label wins over the writer's target.
-    `for_training` leaves out examples already assigned to a dev or test split."""
-    from annotation.models import Example
-
-    kind, config = task.kind_impl, task.typed_config
-    rows = Example.objects.filter(round__task=task, consensus=Example.Consensus.VERIFIED, retracted=False)
-    if rounds:
-        rows = rows.filter(round__number__in=rounds)
-    if split:
-        rows = rows.filter(split=split)
-    if for_training:
-        rows = rows.exclude(split__in=["dev", "test"])
-    out = LabelledSet(f"round-{','.join(map(str, rounds)) if rounds else '*'}" + (f"/{split}" if split else ""))
-    for ex in rows.select_related("context").order_by("id"):
-        target = ex.validated_label if ex.validated_label is not None else ex.target
-        context = ex.context.payload if ex.context_id else {}
-        out.add(kind.model_input(config, context, ex.input), target, payload_hash("example", ex.pk, target))
-    return out
-
-
 def jsonl(task: Task, path: Path | str, preset: str | None = None) -> LabelledSet:
     """Rows validated by the task kind exactly as the importer does (bad rows are an error)."""
-    from tasks.importing import ImportFailed, ImportReport, ImportSpec, parse_rows, read_jsonl
-
     spec = ImportSpec.from_preset(preset, target="eval") if preset else ImportSpec(target="eval")
     report = ImportReport()
     records = parse_rows(task, spec, read_jsonl(path), report)
@@ -83,24 +69,23 @@ def jsonl(task: Task, path: Path | str, preset: str | None = None) -> LabelledSe
 
 
 def load(task: Task, name: str) -> LabelledSet:
+    """An imported set by name (see the module docstring)."""
     if name.startswith("jsonl:"):
         rest = name.removeprefix("jsonl:")
         preset, _, path = rest.partition(":") if ":" in rest and not Path(rest).exists() else ("", "", rest)
         return jsonl(task, path, preset or None)
     source, _, split = name.partition("/")
     if source.startswith("round-"):
-        return verified_examples(task, [int(source.removeprefix("round-"))], split or None)
+        raise UnknownDataset(f"{name!r}: a round's splits come from its dataset export (rounds.datasets), "
+                             "not from the model zoo")
     collections = None if source in ("", "*") else source.split(",")
     return labeled_items(task, collections, split or "train")
 
 
-def training_set(task: Task, collections: list[str] | None = None, rounds: list[int] | None = None,
-                 include_examples: bool = True, jsonl_path: Path | str | None = None,
+def training_set(task: Task, collections: list[str] | None = None, jsonl_path: Path | str | None = None,
                  preset: str | None = None) -> LabelledSet:
-    """The default training data: LabeledItems (split=train) plus verified Examples, or a JSONL file."""
+    """Imported training data: LabeledItems (split=train), or a JSONL file. The round pipeline adds each
+    round's train split to this (`rounds.datasets.training_set`)."""
     if jsonl_path:
         return jsonl(task, jsonl_path, preset)
-    out = labeled_items(task, collections, "train")
-    if include_examples:
-        out.extend(verified_examples(task, rounds, for_training=True))
-    return out
+    return labeled_items(task, collections, "train")

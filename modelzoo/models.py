@@ -1,4 +1,5 @@
-"""The registry: model versions (one per artifact), ensembles per round, evaluations per model x dataset.
+"""The registry: model versions (one per artifact), ensembles per round, evaluations per model x dataset,
+ensemble scores per round x dataset, and each model's measured throughput and memory.
 
 Status changes go through `modelzoo.services.transition`, which enforces `ALLOWED_TRANSITIONS`.
 """
@@ -106,3 +107,34 @@ class Evaluation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.model_version.name} on {self.dataset}: {self.metrics}"
+
+
+class ModelMeasurement(models.Model):
+    """Throughput and memory of a model version, measured while it was evaluated."""
+
+    model_version = models.OneToOneField(
+        ModelVersion, on_delete=models.CASCADE, primary_key=True, related_name="measurement"
+    )
+    examples = models.PositiveIntegerField(default=0, help_text="examples predicted in the measurement")
+    seconds = models.FloatField(default=0.0)
+    throughput = models.FloatField(help_text="examples per second, one model on this machine")
+    memory_mb = models.FloatField(help_text="weights held in memory (parameters and buffers), MB")
+    measured_at = models.DateTimeField(auto_now=True)
+
+
+class EnsembleScore(models.Model):
+    """Metrics of the ensemble a round used (or will use) on one labelled set, e.g. round 1's ensemble on round-2/test."""
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="ensemble_scores")
+    round_number = models.PositiveIntegerField(help_text="the round whose ensemble this is")
+    dataset = models.CharField(max_length=300)
+    members = models.JSONField(default=list, help_text="model version ids")
+    size = models.PositiveIntegerField()
+    metrics = models.JSONField(default=dict)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["task", "round_number", "dataset"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "round_number", "dataset"], name="ensemble_score_unique")
+        ]

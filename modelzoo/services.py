@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from dynabench_site.errors import Conflict
 from modelzoo import data, training
 from modelzoo.aggregation import DEFAULT_FOR_HEAD, get_strategy
 from modelzoo.explain import FAST
@@ -36,7 +37,7 @@ ALLOWED_TRANSITIONS: dict[str, set[str]] = {
 }
 
 
-class InvalidTransition(ValueError):
+class InvalidTransition(Conflict, ValueError):
     pass
 
 
@@ -179,16 +180,15 @@ def predict_with(versions: Sequence[ModelVersion], model_inputs: list[dict[str, 
 # -- evaluation -------------------------------------------------------------------------------------
 
 
-def evaluate(version: ModelVersion, dataset: str) -> Evaluation:
-    """Score a model version on a labelled set (see `modelzoo.data.load`) and store the metrics."""
+def evaluate(version: ModelVersion, labelled: data.LabelledSet) -> Evaluation:
+    """Score a model version on a ready labelled set and store the metrics under the set's name."""
     task = version.task
-    labelled = data.load(task, dataset)
     if not labelled.inputs:
-        raise ValueError(f"dataset {dataset!r} of task {task.slug} is empty")
+        raise ValueError(f"dataset {labelled.name!r} of task {task.slug} is empty")
     predictions = predict_with([version], labelled.inputs)
     metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, predictions)
     evaluation, _ = Evaluation.objects.update_or_create(
-        model_version=version, dataset=dataset, defaults={"size": len(labelled.inputs), "metrics": metrics}
+        model_version=version, dataset=labelled.name, defaults={"size": len(labelled.inputs), "metrics": metrics}
     )
     return evaluation
 
@@ -211,16 +211,16 @@ def fingerprint(task, spec: TrainSpec, keys: Sequence[str]) -> str:
 
 def train_model(task, spec: TrainSpec | None = None, labelled: data.LabelledSet | None = None, *,
                 name: str | None = None, reuse: bool = False, parent: ModelVersion | None = None,
-                evaluate_on: Sequence[str] = (), echo: Progress | None = None) -> ModelVersion:
-    """Train a model version on `labelled` (default: the task's training set) and register it as ready.
+                evaluate_on: Sequence[data.LabelledSet] = (), echo: Progress | None = None) -> ModelVersion:
+    """Train a model version on `labelled` (default: the task's imported training set) and register it as ready.
     With `reuse`, an existing artifact for the same data and settings is registered instead of retraining.
     Progress goes to the ModelVersion row (and to `echo`, e.g. a CLI progress bar)."""
     labelled = labelled if labelled is not None else data.training_set(task)
     spec = spec or default_spec(task)
     fp = fingerprint(task, spec, labelled.keys)
     version = (_reusable(task, fp) if reuse else None) or _train_new(task, spec, labelled, fp, name, parent, echo, reuse)
-    for dataset in evaluate_on:
-        evaluate(version, dataset)
+    for labelled_set in evaluate_on:
+        evaluate(version, labelled_set)
     return version
 
 

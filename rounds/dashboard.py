@@ -7,10 +7,10 @@ from typing import Any
 
 from annotation.managers import rate
 from annotation.models import Example
+from modelzoo.models import EnsembleScore
 from rounds.charts import Series, bar_chart, line_chart
-from rounds.evaluation import dataset_label, test_sets
+from rounds.datasets import dataset_label, test_sets
 from rounds.leaderboard import primary_metric
-from rounds.models import EnsembleScore
 from tasks.models import Round, Task
 
 

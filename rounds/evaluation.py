@@ -1,8 +1,8 @@
 """Evaluate every model version and every round's ensemble on every test set, measuring speed and memory.
 
-Test sets (names as `modelzoo.data.load` reads them): each round's verified test split, "round-<n>/test",
-and the base test set, "*/test" (imported LabeledItems with split=test). A pair already evaluated on a set
-of the same size is skipped, so the step is cheap to repeat and old models are scored only on new sets.
+Test sets (`rounds.datasets`): each round's test split as its dataset export holds it, "round-<n>/test", and
+the base test set, "*/test" (imported LabeledItems with split=test). A pair already evaluated on a set of the
+same size is skipped, so the step is cheap to repeat and old models are scored only on new sets.
 """
 
 from __future__ import annotations
@@ -12,39 +12,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelzoo import data
 from modelzoo.aggregation import DEFAULT_FOR_HEAD, get_strategy
-from modelzoo.models import Ensemble, Evaluation, ModelVersion
+from modelzoo.data import LabelledSet
+from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
 from modelzoo.services import predict_with
 from modelzoo.serving import ModelRef, get_backend
-from rounds.models import EnsembleScore, ModelMeasurement
-from tasks.models import LabeledItem, Round, Task
+from rounds import datasets
+from rounds.models import ResearcherModel
+from tasks.models import Task
 
-BASE_TEST = "*/test"
 Log = Callable[[str], None]
 Progress = Callable[[float, str], None]
-
-
-def test_sets(task: Task) -> list[str]:
-    """Every round's test split that has verified examples, then the base test set when there is one."""
-    from annotation.models import Example
-
-    rounds = (
-        Example.objects.filter(round__task=task, split="test", consensus=Example.Consensus.VERIFIED, retracted=False)
-        .values_list("round__number", flat=True).distinct().order_by("round__number")
-    )
-    names = [f"round-{n}/test" for n in rounds]
-    if LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TEST).exists():
-        names.append(BASE_TEST)
-    return names
-
-
-def dataset_label(name: str) -> str:
-    if name == BASE_TEST:
-        return "base test"
-    if name.startswith("round-"):
-        return f"round {name.removeprefix('round-').split('/')[0]} test"
-    return name
 
 
 def scoreable_versions(task: Task) -> list[ModelVersion]:
@@ -67,7 +45,7 @@ class PredictionCache:
         self.predictions: dict[tuple[int, str], list[dict[str, Any]]] = {}
         self.timing: dict[int, list[float]] = {}  # version id -> [examples, seconds]
 
-    def get(self, version: ModelVersion, labelled: data.LabelledSet) -> list[dict[str, Any]]:
+    def get(self, version: ModelVersion, labelled: LabelledSet) -> list[dict[str, Any]]:
         key = (version.pk, labelled.name)
         if key not in self.predictions:
             get_backend().prepare([ModelRef.of(version)])  # load outside the timed part
@@ -82,13 +60,13 @@ class PredictionCache:
 def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | None = None,
                         log: Log = print, progress: Progress | None = None) -> dict[str, Any]:
     """Score all ready models and all rounds' ensembles (plus `extra` ensembles, by round) on every test set."""
-    sets = test_sets(task)
+    sets = datasets.test_sets(task)
     versions = scoreable_versions(task)
     ensembles = {**round_ensembles(task), **{n: list(m) for n, m in (extra or {}).items()}}
     log(f"{len(versions)} model versions, {len(ensembles)} ensembles, test sets: {', '.join(sets) or 'none'}")
     cache, counts = PredictionCache(), {"evaluations": 0, "ensemble_scores": 0}
     for i, name in enumerate(sets):
-        labelled = data.load(task, name)
+        labelled = datasets.load(task, name)
         if not labelled.inputs:
             continue
         counts["evaluations"] += _score_models(task, versions, labelled, cache, log)
@@ -99,7 +77,7 @@ def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | N
     return {**counts, "test_sets": sets}
 
 
-def _score_models(task: Task, versions: list[ModelVersion], labelled: data.LabelledSet,
+def _score_models(task: Task, versions: list[ModelVersion], labelled: LabelledSet,
                   cache: PredictionCache, log: Log) -> int:
     fresh = set(Evaluation.objects.filter(model_version__in=versions, dataset=labelled.name,
                                           size=len(labelled.inputs)).values_list("model_version_id", flat=True))
@@ -115,7 +93,7 @@ def _score_models(task: Task, versions: list[ModelVersion], labelled: data.Label
     return done
 
 
-def _score_ensembles(task: Task, ensembles: dict[int, list[ModelVersion]], labelled: data.LabelledSet,
+def _score_ensembles(task: Task, ensembles: dict[int, list[ModelVersion]], labelled: LabelledSet,
                      cache: PredictionCache, log: Log) -> int:
     done = 0
     for number, members in sorted(ensembles.items()):
@@ -156,16 +134,26 @@ def evaluate_version(version: ModelVersion, log: Log = print) -> dict[str, Any]:
     """Score one model version on every test set of its task (a researcher's upload)."""
     task = version.task
     cache, done = PredictionCache(), 0
-    for name in test_sets(task):
-        labelled = data.load(task, name)
+    for name in datasets.test_sets(task):
+        labelled = datasets.load(task, name)
         if labelled.inputs:
             done += _score_models(task, [version], labelled, cache, log)
     record_measurements(cache)
     return {"evaluations": done}
 
 
-def round_numbers(task: Task) -> list[int]:
-    return list(task.rounds.exclude(status=Round.Status.DRAFT).values_list("number", flat=True))
+def evaluate_upload(upload_id: int) -> ResearcherModel:
+    """Score a researcher's uploaded model on every test set of its task; a broken model marks the upload failed."""
+    upload = ResearcherModel.objects.select_related("model_version__task").get(pk=upload_id)
+    try:
+        evaluate_version(upload.model_version, log=lambda _m: None)
+    except Exception as exc:  # a broken model is the uploader's problem to see, not a worker crash
+        ResearcherModel.objects.filter(pk=upload.pk).update(
+            status=ResearcherModel.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:3000])
+    else:
+        ResearcherModel.objects.filter(pk=upload.pk).update(status=ResearcherModel.Status.EVALUATED, error="")
+    upload.refresh_from_db()
+    return upload
 
 
 def _fmt(metrics: dict[str, float]) -> str:

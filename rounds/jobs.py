@@ -1,13 +1,22 @@
-"""Celery jobs of the rounds app: thin wrappers over the pipeline and upload evaluation."""
+"""Celery jobs of the rounds app: thin wrappers over the pipeline and upload evaluation.
+
+Both train or evaluate models, so they are long jobs: `dynabench_site.jobs.dispatch` never runs them inside a
+web request (a Celery worker with a broker, a subprocess in the embedded default)."""
 
 from __future__ import annotations
 
 from celery import shared_task
 
-from rounds import runner
+from rounds import evaluation, pipeline
 
 
-@shared_task(name="rounds.run_job", acks_late=True)
-def run_rounds_job(job: str, object_id: int) -> None:
-    """Run a pipeline (or evaluate an upload). Safe to deliver twice: runs are claimed conditionally."""
-    runner.run_job(job, object_id)
+@shared_task(name="rounds.run_pipeline", acks_late=True, ignore_result=True, long_running=True)
+def run_pipeline(run_id: int) -> str:
+    """Run (or resume) a pipeline run. Safe to deliver twice: runs and steps are claimed conditionally."""
+    return pipeline.execute(run_id).status
+
+
+@shared_task(name="rounds.evaluate_upload", acks_late=True, ignore_result=True, long_running=True)
+def evaluate_upload(upload_id: int) -> str:
+    """Score a researcher's upload on every test set of its task."""
+    return evaluation.evaluate_upload(upload_id).status

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from modelzoo.models import ModelVersion
-from rounds.evaluation import dataset_label, test_sets
+from rounds.datasets import dataset_label, test_sets
 from tasks.models import Task
 
 HIDDEN = (ModelVersion.Status.TRAINING, ModelVersion.Status.FAILED)

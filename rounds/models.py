@@ -1,4 +1,4 @@
-"""The round pipeline's state (runs and their steps), researcher uploads, and figures measured at evaluation."""
+"""The round pipeline's state (runs and their steps) and researcher uploads."""
 
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ class PipelineRun(models.Model):
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     options = models.JSONField(default=dict, blank=True, help_text="training and seeding options, fixed at start")
+    members = models.JSONField(
+        null=True, blank=True, default=None,
+        help_text="model version ids of the next round's ensemble, fixed the first time a step needs them",
+    )
     description = models.CharField(max_length=500, blank=True, default="")
     started_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -90,37 +94,6 @@ class PipelineStep(models.Model):
         if self.started_at is None:
             return None
         return ((self.finished_at or timezone.now()) - self.started_at).total_seconds()
-
-
-class ModelMeasurement(models.Model):
-    """Throughput and memory of a model version, measured while it was evaluated."""
-
-    model_version = models.OneToOneField(
-        "modelzoo.ModelVersion", on_delete=models.CASCADE, primary_key=True, related_name="measurement"
-    )
-    examples = models.PositiveIntegerField(default=0, help_text="examples predicted in the measurement")
-    seconds = models.FloatField(default=0.0)
-    throughput = models.FloatField(help_text="examples per second, one model on this machine")
-    memory_mb = models.FloatField(help_text="weights held in memory (parameters and buffers), MB")
-    measured_at = models.DateTimeField(auto_now=True)
-
-
-class EnsembleScore(models.Model):
-    """Metrics of the ensemble a round used (or will use) on one labelled set, e.g. round 1's ensemble on round-2/test."""
-
-    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="ensemble_scores")
-    round_number = models.PositiveIntegerField(help_text="the round whose ensemble this is")
-    dataset = models.CharField(max_length=300)
-    members = models.JSONField(default=list, help_text="model version ids")
-    size = models.PositiveIntegerField()
-    metrics = models.JSONField(default=dict)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["task", "round_number", "dataset"]
-        constraints = [
-            models.UniqueConstraint(fields=["task", "round_number", "dataset"], name="ensemble_score_unique")
-        ]
 
 
 class ResearcherModel(models.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dynabench_site.errors import InvalidInput
 from tasks.models import pydantic_message
@@ -29,8 +29,6 @@ class BadOptions(InvalidInput):
 
 def pipeline_options(overrides: dict[str, Any] | None = None) -> PipelineOptions:
     """Defaults, then settings.ROUNDS_PIPELINE, then the caller's overrides."""
-    from pydantic import ValidationError
-
     merged = {**getattr(settings, "ROUNDS_PIPELINE", {}), **(overrides or {})}
     try:
         return PipelineOptions.model_validate(merged)

@@ -9,67 +9,21 @@ from __future__ import annotations
 
 import logging
 import traceback
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 from django.db.models import F
 from django.utils import timezone
 
+from rounds import steps
+from rounds.context import StepContext, StepFn
 from rounds.models import PipelineRun, PipelineStep
-from rounds.options import PipelineOptions
 
 log = logging.getLogger(__name__)
 Run, Step = PipelineRun.Status, PipelineStep.Status
-LOG_LIMIT = 20000
-
-
-@dataclass
-class StepContext:
-    """What a step function gets: its run, its row, the options, and ways to report."""
-
-    run: PipelineRun
-    step: PipelineStep
-
-    @property
-    def task(self):
-        return self.run.task
-
-    @property
-    def options(self) -> PipelineOptions:
-        return PipelineOptions.model_validate(self.run.options)
-
-    def log(self, message: str) -> None:
-        line = f"{timezone.now():%H:%M:%S} {message}\n"
-        self.step.log = (self.step.log + line)[-LOG_LIMIT:]
-        PipelineStep.objects.filter(pk=self.step.pk).update(log=self.step.log)
-        self._beat()
-
-    def progress(self, fraction: float, message: str = "") -> None:
-        self.step.progress = max(0.0, min(1.0, fraction))
-        self.step.message = message[:300]
-        PipelineStep.objects.filter(pk=self.step.pk).update(progress=self.step.progress, message=self.step.message)
-        self._beat()
-
-    def save_result(self, **values: Any) -> None:
-        """Keep partial results, so a retry can pick up what an earlier attempt finished."""
-        self.step.result = {**self.step.result, **values}
-        PipelineStep.objects.filter(pk=self.step.pk).update(result=self.step.result)
-
-    def result_of(self, name: str) -> dict[str, Any]:
-        return PipelineStep.objects.get(run=self.run, name=name).result
-
-    def _beat(self) -> None:
-        PipelineRun.objects.filter(pk=self.run.pk).update(heartbeat_at=timezone.now())
-
-
-StepFn = Callable[[StepContext], dict[str, Any] | None]
 
 
 def step_registry() -> list[tuple[str, str, StepFn]]:
-    from rounds import steps
-
     return steps.STEPS
 
 
@@ -142,6 +96,13 @@ def finish(run: PipelineRun, status: str, error: str) -> PipelineRun:
     PipelineRun.objects.filter(pk=run.pk).update(status=status, error=error[:5000], finished_at=timezone.now())
     run.refresh_from_db()
     return run
+
+
+def fail_unqueued(run_id: int, error: Exception) -> bool:
+    """A run whose job could not be queued (broker down): failed, not pending for ever, so it can be retried."""
+    return bool(PipelineRun.objects.filter(pk=run_id, status=Run.PENDING).update(
+        status=Run.FAILED, error=f"could not enqueue: {type(error).__name__}: {error}"[:5000], finished_at=timezone.now()
+    ))
 
 
 def stale_after_s() -> int:

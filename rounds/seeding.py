@@ -31,6 +31,8 @@ class EnsembleScorer:
 
 def seed_round(task: Task, round_: Round, versions: Sequence[ModelVersion], k: int, pool_max: int, log: Log) -> int:
     """Mark the k hardest pool items (and contexts) per label under the new ensemble as the round's seeds."""
+    # Imported here, not at the top: hardness brings scipy (~500 modules, ~0.8 s), and the web process, which
+    # imports the pipeline to create and show runs, never seeds a round.
     from hardness.services import seed_round as hardness_seed_round
 
     if task.kind_impl.head != "classification":

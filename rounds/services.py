@@ -8,7 +8,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 
 from dynabench_site import errors
-from rounds import pipeline, runner
+from dynabench_site.jobs import dispatch, runner_for
+from rounds import jobs, pipeline
 from rounds.models import UNFINISHED, PipelineRun, PipelineStep
 from rounds.options import pipeline_options
 from tasks import roles
@@ -57,14 +58,20 @@ def start_pipeline(task: Task, user, options: dict[str, Any] | None = None, desc
         with transaction.atomic():
             run = PipelineRun.objects.create(
                 task=task, from_round=source, options=opts.model_dump(), description=description[:500],
-                started_by=user if getattr(user, "is_authenticated", False) else None, runner=runner.mode(),
+                started_by=user if getattr(user, "is_authenticated", False) else None,
+                runner=runner_for(jobs.run_pipeline),
             )
             pipeline.create_steps(run)
     except IntegrityError:  # another request won the race; the partial unique index refused this one
         existing = unfinished_run(task)
         raise PipelineBusy(busy_message(existing) if existing else "Another pipeline has just started.") from None
-    runner.dispatch("pipeline", run.pk)
+    enqueue(run)
     return run
+
+
+def enqueue(run: PipelineRun) -> None:
+    """Queue the run; one that cannot be queued (broker down) becomes failed, so it can be retried."""
+    dispatch(jobs.run_pipeline, run.pk, on_failure=lambda exc: pipeline.fail_unqueued(run.pk, exc))
 
 
 def retry_pipeline(run: PipelineRun, user) -> PipelineRun:
@@ -72,7 +79,7 @@ def retry_pipeline(run: PipelineRun, user) -> PipelineRun:
     check_can_run(user, run.task)
     if not pipeline.reset_for_retry(run):
         raise PipelineBusy(f"Pipeline #{run.pk} is {run.status}; only a failed or stalled pipeline can be retried.", run)
-    runner.dispatch("pipeline", run.pk)
+    enqueue(run)
     return run
 
 

@@ -1,20 +1,22 @@
 """The pipeline's steps. Each is idempotent: run twice, it does its work once and reports the same outcome.
 
 Each step is a thin call into the module that owns the work (exports for splits, the model zoo for
-training and deployment, hardness for seeding), so wiring a module in is a one-line change here.
+training and deployment, hardness for seeding, `tasks.rounds` for round transitions), so wiring a module in
+is a one-line change here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
-from django.utils import timezone
-
+from exports import splits
+from modelzoo.models import ModelVersion
+from modelzoo.services import active_ensemble, deploy_ensemble
+from rounds import evaluation, seeding, training
+from rounds.context import StepContext
 from rounds.models import PipelineRun, ResearcherModel
-from rounds.pipeline import StepContext
+from tasks import rounds
 from tasks.models import Round
-from tasks.services import close_round
 
 
 def next_round(ctx: StepContext) -> Round:
@@ -23,7 +25,7 @@ def next_round(ctx: StepContext) -> Round:
     if run.to_round_id is not None:
         return Round.objects.get(pk=run.to_round_id)
     number = (run.from_round.number + 1) if run.from_round else 1
-    round_, _ = Round.objects.get_or_create(task=run.task, number=number, defaults={"status": Round.Status.DRAFT})
+    round_ = rounds.draft_round(run.task, number)
     PipelineRun.objects.filter(pk=run.pk).update(to_round=round_)
     run.to_round = round_
     return round_
@@ -36,7 +38,7 @@ def freeze(ctx: StepContext) -> dict[str, Any]:
         return {}
     round_.refresh_from_db()
     if round_.status == Round.Status.OPEN:
-        close_round(round_)
+        rounds.close_round(round_)
         ctx.log(f"round {round_.number} closed: it takes no new examples")
     else:
         ctx.log(f"round {round_.number} was already {round_.status}")
@@ -46,36 +48,27 @@ def freeze(ctx: StepContext) -> dict[str, Any]:
 
 
 def assign_splits(ctx: StepContext) -> dict[str, Any]:
-    from exports.splits import assign_splits as assign
-    from exports.splits import held_back
-
     counts: dict[str, Any] = {}
-    for round_ in ctx.task.rounds.exclude(status=Round.Status.DRAFT).order_by("number"):
-        assigned = assign(round_)
-        counts[str(round_.number)] = {**assigned, "held_back": held_back(round_)}
+    for round_ in splits.rounds_with_data(ctx.task):
+        assigned = splits.assign_splits(round_)
+        counts[str(round_.number)] = {**assigned, "held_back": splits.held_back(round_)}
         ctx.log(f"round {round_.number}: assigned {assigned}, {counts[str(round_.number)]['held_back']} held back")
     return {"rounds": counts}
 
 
 def retrain(ctx: StepContext) -> dict[str, Any]:
-    from rounds import training
-
     target = next_round(ctx)
     versions = training.train_ensemble(ctx, target.number)
     return {"versions": [v.pk for v in versions]}
 
 
 def evaluate(ctx: StepContext) -> dict[str, Any]:
-    from rounds import evaluation
-
     target = next_round(ctx)
     members = _members(ctx)
     return evaluation.evaluate_everything(ctx.task, {target.number: members}, ctx.log, ctx.progress)
 
 
 def seed(ctx: StepContext) -> dict[str, Any]:
-    from rounds import seeding
-
     target = next_round(ctx)
     k = ctx.options.k
     if k == 0:
@@ -86,8 +79,6 @@ def seed(ctx: StepContext) -> dict[str, Any]:
 
 
 def deploy(ctx: StepContext) -> dict[str, Any]:
-    from modelzoo.services import active_ensemble, deploy_ensemble
-
     target = next_round(ctx)
     members = _members(ctx)
     ids = [v.pk for v in members]
@@ -103,42 +94,29 @@ def deploy(ctx: StepContext) -> dict[str, Any]:
 
 def open_round(ctx: StepContext) -> dict[str, Any]:
     target = next_round(ctx)
-    with transaction.atomic():
-        target = Round.objects.select_for_update().get(pk=target.pk)
-        if target.status == Round.Status.DRAFT:
-            target.status, target.opened_at = Round.Status.OPEN, timezone.now()
-            target.save(update_fields=["status", "opened_at"])
-            ctx.log(f"round {target.number} is open")
-        else:
-            ctx.log(f"round {target.number} was already {target.status}")
+    target.refresh_from_db()
+    if target.status == Round.Status.DRAFT:
+        rounds.open_round(target)
+        ctx.log(f"round {target.number} is open")
+    else:
+        ctx.log(f"round {target.number} was already {target.status}")
     return {"round": target.number}
 
 
-def _members(ctx: StepContext) -> list:
-    """The next round's ensemble: the models this run trained plus uploads the owner added."""
-    from modelzoo.models import ModelVersion
-
-    trained = ctx.result_of("retrain").get("versions", [])
-    saved = ctx.result_of("deploy").get("members")
-    if saved is None:
+def _members(ctx: StepContext) -> list[ModelVersion]:
+    """The next round's ensemble: the models this run trained plus uploads the owner added. Fixed on the run
+    the first time a step needs them, so evaluate, seed and deploy agree, and a retry uses the same ones."""
+    run = ctx.run
+    if run.members is None:
+        trained = ctx.result_of("retrain").get("versions", [])
         added = list(
             ResearcherModel.objects.filter(task=ctx.task, in_next_ensemble=True, model_version__isnull=False)
             .exclude(model_version_id__in=trained).values_list("model_version_id", flat=True)
         )
-        saved = [*trained, *added]
-        _save_members(ctx, saved)
-    by_id = ModelVersion.objects.in_bulk(saved)
-    return [by_id[pk] for pk in saved if pk in by_id]
-
-
-def _save_members(ctx: StepContext, ids: list[int]) -> None:
-    """Fix the ensemble's members the first time they are needed, so evaluate, seed and deploy agree."""
-    from rounds.models import PipelineStep
-
-    step = PipelineStep.objects.get(run=ctx.run, name="deploy")
-    PipelineStep.objects.filter(pk=step.pk).update(result={**step.result, "members": ids})
-    if ctx.step.pk == step.pk:
-        ctx.step.result = {**ctx.step.result, "members": ids}
+        PipelineRun.objects.filter(pk=run.pk, members__isnull=True).update(members=[*trained, *added])
+        run.refresh_from_db(fields=["members"])
+    by_id = ModelVersion.objects.in_bulk(run.members)
+    return [by_id[pk] for pk in run.members if pk in by_id]
 
 
 STEPS = [

@@ -1,17 +1,20 @@
-"""Retraining between rounds: several seeds on the same data form the next round's ensemble (model zoo)."""
+"""Retraining between rounds: several seeds on the same data form the next round's ensemble (model zoo).
+
+The data is `rounds.datasets.training_set`: the imported train items and exactly each round's exported train
+split, so nothing that is (or may later be) in a dev or test split is trained on."""
 
 from __future__ import annotations
 
-from modelzoo import data
 from modelzoo.models import ModelVersion
 from modelzoo.services import default_spec, train_model
-from rounds.pipeline import StepContext
+from rounds import datasets
+from rounds.context import StepContext
 
 
 def train_ensemble(ctx: StepContext, round_number: int) -> list[ModelVersion]:
     """One model version per seed. `reuse` makes a retry register the artifact an earlier attempt finished."""
     task, opts = ctx.task, ctx.options
-    labelled = data.training_set(task)
+    labelled = datasets.training_set(task)
     ctx.log(f"training data: {len(labelled.inputs)} examples ({labelled.name}); seeds {opts.seeds}")
     versions: list[ModelVersion] = []
     for i, seed in enumerate(opts.seeds):

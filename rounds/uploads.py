@@ -20,6 +20,9 @@ from django.conf import settings
 from django.db import transaction
 
 from dynabench_site.errors import InvalidInput, NotPermitted
+from dynabench_site.jobs import dispatch
+from modelzoo.services import register_artifact
+from rounds import jobs
 from rounds.models import ResearcherModel
 from tasks import roles
 from tasks.models import Task
@@ -234,8 +237,6 @@ def store(folder: Path, files: Sequence[UploadedFileLike], checked: Checked, tas
 
 def submit(task: Task, user, name: str, files: Sequence[UploadedFileLike], description: str = "") -> ResearcherModel:
     """Check, store and register an upload, then start its evaluation. Raises UploadRefused or NotPermitted."""
-    from modelzoo.services import register_artifact
-
     if not can_upload(user, task):
         raise NotPermitted("Only researchers, task owners and admins may upload models.")
     name = (name or "").strip()[:100]
@@ -254,25 +255,15 @@ def submit(task: Task, user, name: str, files: Sequence[UploadedFileLike], descr
                                     lineage={"data": "uploaded", "upload": upload.pk, "by": user.username})
         ResearcherModel.objects.filter(pk=upload.pk).update(model_version=version)
         upload.model_version = version
-        from rounds import runner
-
-        runner.dispatch("evaluate_upload", upload.pk)
+        dispatch(jobs.evaluate_upload, upload.pk, on_failure=lambda exc: _unqueued(upload.pk, exc))
     return upload
 
 
-def evaluate_upload(upload_id: int) -> ResearcherModel:
-    """The worker's part: score the uploaded model on every test set of the task."""
-    from rounds.evaluation import evaluate_version
-
-    upload = ResearcherModel.objects.select_related("model_version__task").get(pk=upload_id)
-    try:
-        evaluate_version(upload.model_version, log=lambda _m: None)
-    except Exception as exc:  # a broken model is the uploader's problem to see, not a worker crash
-        ResearcherModel.objects.filter(pk=upload.pk).update(status=ResearcherModel.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:3000])
-    else:
-        ResearcherModel.objects.filter(pk=upload.pk).update(status=ResearcherModel.Status.EVALUATED, error="")
-    upload.refresh_from_db()
-    return upload
+def _unqueued(upload_id: int, error: Exception) -> None:
+    """An evaluation that could not be queued: say so on the upload instead of "evaluating" for ever."""
+    ResearcherModel.objects.filter(pk=upload_id, status=ResearcherModel.Status.EVALUATING).update(
+        status=ResearcherModel.Status.FAILED, error=f"could not enqueue the evaluation: {type(error).__name__}: {error}"[:3000]
+    )
 
 
 def set_in_next_ensemble(upload: ResearcherModel, user, include: bool) -> ResearcherModel:

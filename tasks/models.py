@@ -102,6 +102,8 @@ class Task(models.Model):
 
 
 class Round(models.Model):
+    """A round of collection. Its status moves only through `tasks.rounds` (draft -> open -> closed)."""
+
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open"
@@ -126,10 +128,6 @@ class Round(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task.slug} round {self.number} ({self.status})"
-
-    @property
-    def is_open(self) -> bool:
-        return self.status == self.Status.OPEN
 
 
 class Context(models.Model):

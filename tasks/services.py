@@ -1,13 +1,12 @@
-"""Use cases for tasks and rounds."""
+"""Use cases for tasks and rounds. Round transitions themselves are `tasks.rounds`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.utils import timezone
 
+from tasks import rounds
 from tasks.models import Round, Task
 
 
@@ -22,21 +21,11 @@ def create_task(*, slug: str, name: str, kind: str, config: dict[str, Any] | Non
 
 @transaction.atomic
 def open_next_round(task: Task, description: str = "") -> Round:
-    """Close the open round (if any) and open the next one. The database allows one open round only."""
-    now = timezone.now()
-    Task.objects.select_for_update().filter(pk=task.pk).first()  # serialise concurrent openers
-    current = task.rounds.filter(status=Round.Status.OPEN).first()
+    """Close the open round (if any), then create the next round and open it, in one transaction.
+
+    Without retraining: the round pipeline (`rounds.services.start_pipeline`) is the way with models."""
+    rounds.lock_task(task.pk)
+    current = task.current_round
     if current is not None:
-        close_round(current)
-    last = task.rounds.order_by("-number").first()
-    number = (last.number + 1) if last else 1
-    return Round.objects.create(task=task, number=number, status=Round.Status.OPEN, opened_at=now, description=description)
-
-
-def close_round(round_: Round) -> Round:
-    if round_.status != Round.Status.OPEN:
-        raise ValidationError(f"round {round_.number} is {round_.status}, not open")
-    round_.status = Round.Status.CLOSED
-    round_.closed_at = timezone.now()
-    round_.save(update_fields=["status", "closed_at"])
-    return round_
+        rounds.close_round(current)
+    return rounds.open_round(rounds.draft_round(task, description=description))

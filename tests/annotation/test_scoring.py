@@ -7,7 +7,7 @@ import socket
 import pytest
 from django.core.management import call_command
 
-from annotation import scoring
+from annotation import jobs, scoring
 from annotation.models import Example
 from modelzoo.serving import reset_backends
 from modelzoo.serving.torchserve import TorchServeClient, TorchServeError
@@ -218,8 +218,8 @@ def test_concurrent_polls_re_enqueue_a_due_example_once(writer_api, sentiment, s
     example_id = post(writer_api, task, sentiment_body(context)).data["id"]
     settings.SCORING_RETRY_BASE_SECONDS = 0
     seen_by_two_polls = Example.objects.get(pk=example_id)
-    assert scoring.revive_if_due(seen_by_two_polls) is True
-    assert scoring.revive_if_due(seen_by_two_polls) is False
+    assert jobs.revive_if_due(seen_by_two_polls) is True
+    assert jobs.revive_if_due(seen_by_two_polls) is False
     example = Example.objects.get(pk=example_id)
     assert example.scoring_attempts == 2 and example.scoring_state == "pending"
 

@@ -4,11 +4,10 @@ import pytest
 from django.core.management import call_command
 from safetensors.torch import load_file
 
-from annotation.models import Example
 from modelzoo import data, services
 from modelzoo.models import ModelVersion
 from modelzoo.training import TrainExample, TrainSpec, train
-from tests.factories import ContextFactory, LabeledItemFactory, TaskFactory, UserFactory
+from tests.factories import ExampleFactory, LabeledItemFactory, TaskFactory
 
 TINY = {"encoder": "tiny", "epochs": 1, "lr": 1e-3, "max_length": 32}
 ROWS = [TrainExample({"text": f"{word} film number {i}"}, label)
@@ -46,21 +45,18 @@ def test_bad_settings_are_refused():
         TrainSpec(head="regression")
 
 
-def test_training_data_is_train_items_plus_verified_examples_with_their_validated_label(open_round):
+def test_the_model_zoo_trains_on_imported_train_items_only(open_round):
     task = open_round.task
     LabeledItemFactory(task=task, split="train", input={"text": "seed row"}, target="positive")
     LabeledItemFactory(task=task, split="test", input={"text": "held out"}, target="negative")
-    author = UserFactory()
-    context = ContextFactory(task=task)
-    Example.objects.create(round=open_round, context=context, author=author, input={"text": "relabelled"},
-                           target="positive", consensus="verified", validated_label="negative")
-    Example.objects.create(round=open_round, author=author, input={"text": "kept"}, target="neutral", consensus="verified")
-    Example.objects.create(round=open_round, author=author, input={"text": "test split"}, target="neutral",
-                           consensus="verified", split="test")
-    Example.objects.create(round=open_round, author=author, input={"text": "unvalidated"}, target="neutral")
-    labelled = data.training_set(task)
-    assert list(zip([i["text"] for i in labelled.inputs], labelled.targets, strict=True)) == [
-        ("seed row", "positive"), ("relabelled", "negative"), ("kept", "neutral")]
+    ExampleFactory(round=open_round, input={"text": "collected"}, consensus="verified", split="train")
+    labelled = data.training_set(task)  # collected examples come through the round pipeline (rounds.datasets)
+    assert [i["text"] for i in labelled.inputs] == ["seed row"] and labelled.name == "*/train"
+
+
+def test_a_round_split_is_not_a_model_zoo_dataset(open_round):
+    with pytest.raises(data.UnknownDataset, match="dataset export"):
+        data.load(open_round.task, "round-1/test")
 
 
 def test_nli_model_inputs_pair_the_premise_with_the_hypothesis(db):
@@ -75,7 +71,8 @@ def test_train_model_service_records_progress_and_evaluates(open_round):
     for i in range(8):
         LabeledItemFactory(task=task, collection="demo", input={"text": f"lovely day {i}"}, target="positive")
         LabeledItemFactory(task=task, collection="demo", split="test", input={"text": f"sad day {i}"}, target="negative")
-    version = services.train_model(task, services.default_spec(task, **TINY), evaluate_on=["demo/test"])
+    demo_test = data.load(task, "demo/test")
+    version = services.train_model(task, services.default_spec(task, **TINY), evaluate_on=[demo_test])
     assert version.status == ModelVersion.Status.READY
     assert version.progress == 1.0 and version.metrics["train_examples"] == 8
     assert version.lineage == {"data": "*/train", "examples": 8}

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from annotation.models import Example
+from dynabench_site.celery import app
 from tests.factories import ExampleFactory, LabeledItemFactory, RoundFactory, TaskFactory, UserFactory
 
+DOWN_BROKER = "redis://127.0.0.1:1/0"  # nothing listens on port 1
 FAST_PIPELINE = {"encoder": "tiny", "seeds": [0, 1], "epochs": 1, "batch_size": 16, "k": 2, "pool_max": 200}
 WORDS = {"positive": ["great", "lovely", "superb", "wonderful"], "negative": ["awful", "dreadful", "bad", "boring"]}
 
@@ -20,7 +22,7 @@ def _fast(settings, tmp_path):
     settings.MODEL_STORE = tmp_path / "models"
     settings.MODEL_BACKEND = "inprocess"
     settings.ROUNDS_PIPELINE = FAST_PIPELINE
-    settings.ROUNDS_JOB_RUNNER = "inline"
+    settings.JOB_RUNNER = "inline"
     reset_backends()
     yield
     reset_backends()
@@ -54,3 +56,17 @@ def small_task(db):
     task = TaskFactory(slug="small", kind="sentiment")
     fill_task(task)
     return task
+
+
+@pytest.fixture
+def broker_down(settings):
+    """A configured broker that is not running (the scale-out mode with Redis down)."""
+    saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "broker_connection_timeout")}
+    settings.JOB_RUNNER, settings.CELERY_TASK_ALWAYS_EAGER = "", False
+    app.conf.update(broker_url=DOWN_BROKER, task_always_eager=False, broker_connection_timeout=1)
+    app._pool = None  # forget connections to the previous broker
+    app.amqp._producer_pool = None
+    yield
+    app.conf.update(**saved)
+    app._pool = None
+    app.amqp._producer_pool = None

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 def owner_task(transactional_db, settings):
     from modelzoo.testing import deploy_tiny_ensemble
 
-    settings.ROUNDS_JOB_RUNNER = "thread"  # the web request returns at once; the page follows the job
+    settings.JOB_RUNNER = "thread"  # the web request returns at once; the page follows the job
     task = TaskFactory(slug="small", kind="sentiment")
     owner = UserFactory(username="boss")
     task.owners.add(owner)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from rounds import runner
 from rounds.models import PipelineRun
 from tests.factories import TaskFactory
 from tests.personas import PERSONAS
@@ -18,8 +17,9 @@ def task(db):
 
 
 @pytest.fixture(autouse=True)
-def _no_dispatch(monkeypatch):
-    monkeypatch.setattr(runner, "dispatch", lambda job, pk: None)
+def _no_dispatch(settings):
+    """Jobs start once the transaction commits, which a test's transaction never does: runs stay pending."""
+    settings.JOB_RUNNER = ""
 
 
 @pytest.mark.parametrize("persona", PERSONAS)

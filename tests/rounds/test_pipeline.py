@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, transaction
 
-from modelzoo.models import Ensemble, Evaluation
-from rounds import runner, services
-from rounds.models import EnsembleScore, ModelMeasurement, PipelineRun, PipelineStep
+from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement
+from rounds import services
+from rounds.models import PipelineRun, PipelineStep
 from tasks.models import LabeledItem, Round
 from tests.factories import UserFactory
 
@@ -30,6 +30,7 @@ def test_pipeline_closes_round_one_and_opens_round_two_with_new_ensemble_and_see
     ensemble = Ensemble.objects.get(round=round2, active=True)
     members = ensemble.ordered_members()
     assert [m.name for m in members] == ["small-r2-s0", "small-r2-s1"]
+    assert run.members == [m.pk for m in members]  # the run keeps its ensemble's members itself
     assert LabeledItem.objects.filter(task=small_task, seed_round=round2).count() == 4  # k=2 per label
     sets = run.steps.get(name="evaluate").result["test_sets"]
     assert "*/test" in sets and "round-1/test" in sets
@@ -90,8 +91,10 @@ def test_steps_are_idempotent_when_the_whole_run_is_repeated(small_task, owner):
 
 
 @pytest.fixture
-def no_dispatch(monkeypatch):
-    monkeypatch.setattr(runner, "dispatch", lambda job, pk: None)
+def no_dispatch(settings):
+    """Jobs queued the way the embedded default queues them: once the transaction commits, which a test's
+    transaction never does, so runs stay pending."""
+    settings.JOB_RUNNER = ""
 
 
 def test_second_open_next_round_while_one_runs_is_refused(small_task, owner, no_dispatch):

@@ -57,6 +57,15 @@ def test_researcher_upload_is_evaluated_and_listed_on_the_leaderboard(client_for
     assert row["throughput"] > 0 and row["memory_mb"] > 0 and row["dynascore"] is not None
 
 
+def test_an_upload_whose_evaluation_cannot_be_queued_says_so(client_for, task, artifact, broker_down,
+                                                             django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = post(client_for("researcher"), files_of(artifact))
+    assert response.status_code == 201
+    upload = ResearcherModel.objects.get(pk=response.json()["id"])
+    assert upload.status == "failed" and upload.error.startswith("could not enqueue the evaluation: ")
+
+
 def test_owner_adds_an_evaluated_upload_to_the_next_ensemble(client_for, task, artifact):
     upload_id = post(client_for("researcher"), files_of(artifact)).json()["id"]
     url = f"/api/models/uploads/{upload_id}/ensemble/"

@@ -1,8 +1,10 @@
 import pytest
 from django.db import IntegrityError, transaction
 
+from dynabench_site.errors import Conflict
+from tasks import rounds
 from tasks.models import Round
-from tasks.services import close_round, open_next_round
+from tasks.services import open_next_round
 from tests.factories import RoundFactory, TaskFactory
 
 
@@ -46,8 +48,47 @@ def test_round_numbers_are_unique_per_task():
 
 
 @pytest.mark.django_db
-def test_closing_a_round_that_is_not_open_is_refused():
+def test_a_round_goes_from_draft_to_open_to_closed_with_its_dates():
     task = TaskFactory()
-    round_ = RoundFactory(task=task, number=1, status=Round.Status.CLOSED)
-    with pytest.raises(Exception, match="not open"):
-        close_round(round_)
+    round_ = rounds.draft_round(task, description="first")
+    assert (round_.number, round_.status, round_.opened_at) == (1, "draft", None)
+    rounds.open_round(round_)
+    assert round_.status == "open" and round_.opened_at is not None
+    rounds.close_round(round_)
+    round_.refresh_from_db()
+    assert round_.status == "closed" and round_.closed_at >= round_.opened_at
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "move", "message"),
+    [
+        ("draft", rounds.close_round, "round 1 is draft; it cannot become closed"),
+        ("open", rounds.open_round, "round 1 is open; it cannot become open"),
+        ("closed", rounds.open_round, "round 1 is closed; it cannot become open"),
+        ("closed", rounds.close_round, "round 1 is closed; it cannot become closed"),
+    ],
+)
+def test_any_other_round_transition_is_refused_as_a_conflict(status, move, message):
+    round_ = RoundFactory(task=TaskFactory(), number=1, status=status)
+    with pytest.raises(Conflict, match=message):
+        move(round_)
+    round_.refresh_from_db()
+    assert round_.status == status
+
+
+@pytest.mark.django_db
+def test_a_draft_cannot_open_while_another_round_of_the_task_is_open():
+    task = TaskFactory()
+    RoundFactory(task=task, number=1, status=Round.Status.OPEN)
+    draft = rounds.draft_round(task)
+    with pytest.raises(Conflict, match="round 1 of this task is open; close it before opening round 2"):
+        rounds.open_round(draft)
+    assert Round.objects.get(pk=draft.pk).status == "draft"
+
+
+@pytest.mark.django_db
+def test_a_draft_round_is_created_once():
+    task = TaskFactory()
+    assert rounds.draft_round(task, 3) == rounds.draft_round(task, 3)
+    assert rounds.draft_round(task).number == 4

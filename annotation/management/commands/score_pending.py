@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from annotation.scoring import sweep_pending
+from annotation.jobs import sweep_pending
 
 
 class Command(BaseCommand):

@@ -12,7 +12,7 @@ from django.core.management.base import BaseCommand
 
 from modelzoo import data, services
 from modelzoo.progress import tqdm_echo
-from tasks.models import LabeledItem, Task
+from tasks.models import Task
 
 DEMO_TASKS = ["sentiment", "nli", "hate-speech", "qa"]
 
@@ -50,14 +50,16 @@ class Command(BaseCommand):
         if not labelled.inputs:
             self.stdout.write(f"{task.slug}: no training data, skipped (run `manage.py load_demo` first)")
             return
-        versions = [self._member(task, round_, labelled, seed, o) for seed in range(o["members"])]
+        demo_test = data.labeled_items(task, ["demo"], "test")
+        tests = [demo_test] if demo_test.inputs else []
+        versions = [self._member(task, round_, labelled, tests, seed, o) for seed in range(o["members"])]
         services.deploy_ensemble(round_, versions)
         self.stdout.write(f"{task.slug}: deployed {', '.join(v.name for v in versions)} for round {round_.number}")
 
-    def _member(self, task: Task, round_, labelled: data.LabelledSet, seed: int, o: dict):
+    def _member(self, task: Task, round_, labelled: data.LabelledSet, tests: list[data.LabelledSet], seed: int,
+                o: dict):
         epochs = o["qa_epochs"] if task.kind_impl.head == "qa" else o["epochs"]
         spec = services.default_spec(task, seed=seed, epochs=epochs, lr=o["lr"], batch_size=o["batch_size"])
-        tests = ["demo/test"] if LabeledItem.objects.filter(task=task, collection="demo", split="test").exists() else []
         with tqdm_echo(desc=f"{task.slug} seed {seed}") as echo:
             version = services.train_model(task, spec, labelled, name=f"{task.slug}-r{round_.number}-s{seed}",
                                            reuse=True, echo=echo, evaluate_on=tests)

@@ -1,4 +1,6 @@
-"""Train a model version for a task (from its data in the database, or a JSONL file), with a progress bar."""
+"""Train a model version for a task (from its imported data, or a JSONL file), with a progress bar.
+
+Collected examples are trained on by the round pipeline, which takes them from the round's dataset export."""
 
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ class Command(BaseCommand):
         parser.add_argument("--jsonl", help="train on this JSONL file instead of the database")
         parser.add_argument("--preset", help="import preset for the JSONL field names (sst2, anli, squad, ...)")
         parser.add_argument("--collection", action="append", help="LabeledItem collection(s) to use (default: all)")
-        parser.add_argument("--no-examples", action="store_true", help="leave out verified examples")
         parser.add_argument("--epochs", type=int)
         parser.add_argument("--lr", type=float)
         parser.add_argument("--batch-size", type=int)
@@ -25,7 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int)
         parser.add_argument("--limit", type=int, help="use at most this many training rows")
         parser.add_argument("--name")
-        parser.add_argument("--evaluate", action="append", default=[], help="dataset to evaluate on, e.g. demo/test")
+        parser.add_argument("--evaluate", action="append", default=[],
+                            help="imported set to evaluate on, e.g. demo/test, or jsonl:[preset:]path")
         parser.add_argument("--deploy", action="store_true", help="make it the open round's ensemble")
         parser.add_argument("--tiny", action="store_true", help="a tiny random encoder (for trying things out)")
 
@@ -33,8 +35,7 @@ class Command(BaseCommand):
         task = Task.objects.filter(slug=o["task"]).first()
         if task is None:
             raise CommandError(f"no task with slug {o['task']!r}")
-        labelled = data.training_set(task, o["collection"], include_examples=not o["no_examples"],
-                                     jsonl_path=o["jsonl"], preset=o["preset"])
+        labelled = data.training_set(task, o["collection"], jsonl_path=o["jsonl"], preset=o["preset"])
         if o["limit"]:
             labelled = data.LabelledSet(labelled.name, labelled.inputs[:o["limit"]], labelled.targets[:o["limit"]],
                                         labelled.keys[:o["limit"]])
@@ -44,7 +45,8 @@ class Command(BaseCommand):
                                      max_length=o["max_length"], seed=o["seed"], encoder="tiny" if o["tiny"] else None)
         self.stdout.write(f"Training {task.slug} on {len(labelled.inputs)} examples ({labelled.name})")
         with tqdm_echo(desc=task.slug) as echo:
-            version = services.train_model(task, spec, labelled, name=o["name"], echo=echo, evaluate_on=o["evaluate"])
+            version = services.train_model(task, spec, labelled, name=o["name"], echo=echo,
+                                           evaluate_on=[data.load(task, name) for name in o["evaluate"]])
         self.stdout.write(self.style.SUCCESS(f"{version.name}: {version.metrics}"))
         for evaluation in version.evaluations.all():
             self.stdout.write(f"  {evaluation.dataset}: {evaluation.metrics}")
