@@ -62,7 +62,7 @@ def input_x_gradient(model: torch.nn.Module, args: dict[str, torch.Tensor], pick
 
 def integrated_gradients(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable) -> dict[str, Any]:
     """LayerIntegratedGradients over the word embeddings, from a baseline of [PAD] (special tokens kept)."""
-    from captum.attr import LayerIntegratedGradients
+    from captum.attr import LayerIntegratedGradients  # here: captum loads matplotlib, which only IG needs
 
     input_ids = args["input_ids"]
     rest_names = [k for k in ("attention_mask", "token_type_ids") if k in args]

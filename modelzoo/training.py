@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
 import torch
 from transformers import AutoConfig
 from transformers.utils import logging as hf_logging
@@ -58,12 +59,7 @@ class TrainExample:
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)
-    try:
-        import numpy
-
-        numpy.random.seed(seed)
-    except ImportError:  # pragma: no cover
-        pass
+    numpy.random.seed(seed)
 
 
 def build_model(spec: TrainSpec) -> torch.nn.Module:

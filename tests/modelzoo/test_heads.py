@@ -3,8 +3,8 @@
 import pytest
 
 from modelzoo import aggregation
-from modelzoo.heads import HEADS, get_head
 from modelzoo.encoder import load_tokenizer
+from modelzoo.heads import HEADS, get_head
 from modelzoo.models import ModelVersion
 from modelzoo.runtime import Predictor
 from modelzoo.testing import tiny_artifact
