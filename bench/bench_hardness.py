@@ -28,11 +28,11 @@ os.environ.setdefault("MPLCONFIGDIR", str(ROOT / "var" / "cache" / "matplotlib")
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from hardness.data import load_sst2  # noqa: E402
 from hardness.deep import gradnorm_deep, gradnorm_deep_naive, top_block_inputs  # noqa: E402
 from hardness.encoding import embed_texts, length_sorted_batches  # noqa: E402
 from hardness.heads import probs_of, train_linear_head  # noqa: E402
 from hardness.scores import head_gradnorm, loss_of  # noqa: E402
+from research.hardbench.data import load_sst2  # noqa: E402
 
 
 def timed(fn: Callable[[], object]) -> tuple[float, object]:

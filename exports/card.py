@@ -83,7 +83,7 @@ def render_card(info: CardInfo) -> str:
         "parts": parts,
         "counts": [(part, info.stats.rows[part]) for part in parts],
         "label_rows": list(zip(labels, label_rows, strict=True)),
-        "per_label": task.kind_impl.head == "classification",
+        "per_label": task.kind_impl.target_is_label,
         "figures": Example.objects.filter(round=info.round).figures(),
         "agreement": round_agreement(info.round),
         "models": sorted(info.stats.models),

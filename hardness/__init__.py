@@ -2,7 +2,8 @@
 
 Library (no Django): `scores` (registry: loss, gradnorm, gradnorm_deep, el2n, data maps, entropy, margin),
 `selection` (hardest / easiest / random per label), `sanity`, `scorers` (weak scorers and the `Scorer`
-protocol), `deep` (per-sample gradients with torch.func), `target` and `hardbench` (the reproduction).
-Django layer: `services.seed_round` (the round pipeline's seed step calls it), commands `hardbench` and `seed_round`.
-See docs/hardbench/README.md.
+protocol), `deep` (per-sample gradients with torch.func), `heads` (the weak scorer's linear head),
+`classifier` (encoder + linear head, lower blocks optionally frozen).
+Django layer: `services.seed_round` (the round pipeline's seed step calls it), command `seed_round`.
+The Hard-Bench reproduction on SST-2 lives outside the app, in `research/hardbench` (docs/hardbench/README.md).
 """

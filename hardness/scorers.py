@@ -21,9 +21,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from hardness.classifier import EncoderClassifier, TrainConfig, make_optimizer, train_epoch
 from hardness.encoding import embed_texts
 from hardness.heads import probs_of, train_linear_head
-from hardness.target import EncoderClassifier, TrainConfig, make_optimizer, train_epoch
 
 Inputs = Sequence[Mapping[str, str]]
 

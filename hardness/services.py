@@ -19,8 +19,11 @@ from django.db.models import Q
 
 from hardness import scores as score_registry
 from hardness import selection
+from hardness.deep import gradnorm_deep
+from hardness.encoding import embed_texts
 from hardness.sanity import share_misclassified
-from hardness.scorers import FeatureScorer, HeadScorer, Inputs, Scorer, as_scorer
+from hardness.scorers import FeatureScorer, HeadScorer, Inputs, Scorer, as_scorer, frozen_head_scorer, input_text
+from modelzoo.encoder import load_encoder, load_tokenizer
 from tasks.models import Context, LabeledItem, Round, Task
 
 
@@ -57,9 +60,6 @@ def scoring_context(scorer: Scorer, inputs: Inputs, labels: np.ndarray | None, s
     features = scorer.features(inputs) if score == "gradnorm" and isinstance(scorer, FeatureScorer) else None
     providers: dict[str, Callable] = {"el2n_runs": lambda: [probs]}
     if isinstance(scorer, HeadScorer) and labels is not None:
-        from hardness.deep import gradnorm_deep
-        from hardness.scorers import input_text
-
         texts = [input_text(i) for i in inputs]
         providers["gradnorm_deep"] = lambda: gradnorm_deep(scorer.encoder, scorer.head, scorer.tokenizer, texts, labels)
     return score_registry.ScoringContext(labels, probs, features, providers)
@@ -67,16 +67,11 @@ def scoring_context(scorer: Scorer, inputs: Inputs, labels: np.ndarray | None, s
 
 def default_scorer(task: Task, items: Sequence[LabeledItem]) -> HeadScorer:
     """The weak scorer of Hard-Bench: the frozen pretrained encoder + a linear head trained one epoch."""
-    from hardness.scorers import frozen_head_scorer, input_text
-    from modelzoo.encoder import load_encoder, load_tokenizer
-
     names = list(task.typed_config.labels)
     known = [i for i in items if task.kind_impl.target_label(i.target) in names]
     if not known:
         raise ValueError("no labelled train items to fit a weak scorer on; pass a scorer")
     encoder, tokenizer = load_encoder(), load_tokenizer()
-    from hardness.encoding import embed_texts
-
     feats = embed_texts(encoder, tokenizer, [input_text(x) for x in item_inputs(task, known)])
     labels = np.array([names.index(task.kind_impl.target_label(i.target)) for i in known])
     return frozen_head_scorer(encoder, tokenizer, feats, labels, names)

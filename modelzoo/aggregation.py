@@ -1,7 +1,8 @@
 """Ensemble aggregation strategies: one function per strategy, in a registry.
 
 A strategy takes the members' predictions for one input (each a ClassPrediction or SpanPrediction, QA ones with
-their `candidates`) and returns the ensemble's prediction in the same shape.
+their `candidates`) and returns the ensemble's prediction in the same shape. Each head names its default
+(`HeadSpec.default_strategy`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from typing import Any
 
 Strategy = Callable[[list[dict[str, Any]]], dict[str, Any]]
 STRATEGIES: dict[str, Strategy] = {}
-DEFAULT_FOR_HEAD = {"classification": "mean_probs", "qa": "best_mean_span"}
 
 
 def strategy(name: str) -> Callable[[Strategy], Strategy]:

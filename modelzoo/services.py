@@ -16,8 +16,9 @@ from django.db.models import Max
 
 from dynabench_site.errors import Conflict
 from modelzoo import data, training
-from modelzoo.aggregation import DEFAULT_FOR_HEAD, get_strategy
+from modelzoo.aggregation import get_strategy
 from modelzoo.explain import FAST
+from modelzoo.heads import get_head
 from modelzoo.models import Ensemble, EnsembleMember, Evaluation, ModelVersion
 from modelzoo.runtime import ZOO_FILE, read_meta
 from modelzoo.serving import ModelRef, get_backend
@@ -67,7 +68,7 @@ def active_ensemble(round_) -> Ensemble | None:
 def deploy_ensemble(round_, versions: Sequence[ModelVersion], strategy: str | None = None) -> Ensemble:
     """Make `versions` the round's ensemble (replacing the active one) and prepare them on the backend."""
     _check_members(round_, versions)
-    strategy = strategy or DEFAULT_FOR_HEAD[versions[0].head]
+    strategy = strategy or get_head(versions[0].head).default_strategy
     get_strategy(strategy)
     get_backend().prepare([ModelRef.of(v) for v in versions])
     with transaction.atomic():
@@ -153,7 +154,7 @@ def _explanation(backend, ref: ModelRef, model_input: dict[str, str], combined: 
                  method: str | None) -> dict[str, Any] | None:
     """Explain the ensemble's answer with its first member. A model that cannot explain loses only the
     explanation; a server that is down fails the verdict (the caller retries)."""
-    target = combined["label"] if "label" in combined else {"start": combined["start"], "end": combined["end"]}
+    target = get_head(ref.head).target_of(combined)
     try:
         result = backend.explain(ref, model_input, method or explanation_method(), target)
     except BackendError as exc:
@@ -168,7 +169,7 @@ def predict_with(versions: Sequence[ModelVersion], model_inputs: list[dict[str, 
                  strategy: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
     """Aggregated predictions of any model versions (evaluation, hardness); batched."""
     refs = [ModelRef.of(v) for v in versions]
-    aggregate = get_strategy(strategy or DEFAULT_FOR_HEAD[versions[0].head])
+    aggregate = get_strategy(strategy or get_head(versions[0].head).default_strategy)
     out: list[dict[str, Any]] = []
     for start in range(0, len(model_inputs), batch_size):
         chunk = model_inputs[start:start + batch_size]
@@ -198,9 +199,9 @@ def evaluate(version: ModelVersion, labelled: data.LabelledSet) -> Evaluation:
 
 def default_spec(task, **overrides: Any) -> TrainSpec:
     """Training settings for a task's kind; `None` overrides are ignored."""
-    head = task.kind_impl.head
-    base: dict[str, Any] = {"head": head, "max_length": 256 if head == "qa" else 128,
-                            "labels": list(task.typed_config.labels) if head == "classification" else []}
+    head = get_head(task.kind_impl.head)
+    base: dict[str, Any] = {"head": head.name, "max_length": head.default_max_length,
+                            "labels": list(task.typed_config.labels) if head.labelled else []}
     base.update({k: v for k, v in overrides.items() if v is not None})
     return TrainSpec(**base)
 

@@ -1,4 +1,4 @@
-"""Fine-tuning: encoder + classification head, or encoder + span-extraction head (QA).
+"""Fine-tuning: the pretrained encoder + a fresh head (classification, span extraction, ... — `modelzoo.heads`).
 
 Django-free, so the hardness module and scripts can use it directly. `train()` takes `TrainExample`s (a model
 input as the task kind forms it, and a target), a `TrainSpec`, and writes a complete artifact folder.
@@ -16,12 +16,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy
 import torch
 from transformers import AutoConfig
 from transformers.utils import logging as hf_logging
 
 from modelzoo import encoder as enc
-from modelzoo.runtime import HEAD_CLASSES, ZOO_FILE, configure_threads
+from modelzoo.heads import HEADS, get_head
+from modelzoo.runtime import ZOO_FILE, configure_threads
 
 TINY = "tiny"
 Progress = Callable[[int, int, dict[str, float]], None]  # (step, total_steps, {"loss": ...})
@@ -29,8 +31,8 @@ Progress = Callable[[int, int, dict[str, float]], None]  # (step, total_steps, {
 
 @dataclass
 class TrainSpec:
-    head: str  # "classification" | "qa"
-    labels: list[str] = field(default_factory=list)  # classification only, in id order
+    head: str  # a registered head (modelzoo.heads): "classification" | "qa"
+    labels: list[str] = field(default_factory=list)  # labelled heads only (classification), in id order
     epochs: int = 2
     lr: float = 5e-5
     batch_size: int = 16
@@ -41,10 +43,9 @@ class TrainSpec:
     encoder: str = enc.ENCODER_NAME  # or "tiny": a small random BERT (tests)
 
     def __post_init__(self) -> None:
-        if self.head not in HEAD_CLASSES:
-            raise ValueError(f"head must be one of {', '.join(HEAD_CLASSES)}")
-        if self.head == "classification" and len(self.labels) < 2:
-            raise ValueError("a classifier needs at least two labels")
+        if self.head not in HEADS:
+            raise ValueError(f"head must be one of {', '.join(HEADS)}")
+        get_head(self.head).check_labels(self.labels)
         if self.epochs < 1 or self.lr <= 0 or self.batch_size < 1 or self.max_length < 8:
             raise ValueError("epochs, lr, batch_size and max_length must be positive (max_length >= 8)")
 
@@ -58,71 +59,35 @@ class TrainExample:
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     torch.manual_seed(seed)
-    try:
-        import numpy
-
-        numpy.random.seed(seed)
-    except ImportError:  # pragma: no cover
-        pass
+    numpy.random.seed(seed)
 
 
 def build_model(spec: TrainSpec) -> torch.nn.Module:
     """A fresh model for the spec: pretrained encoder + new head, or a tiny random one."""
-    kwargs: dict[str, Any] = {}
-    if spec.head == "classification":
-        kwargs = {"num_labels": len(spec.labels), "id2label": dict(enumerate(spec.labels)),
-                  "label2id": {label: i for i, label in enumerate(spec.labels)}}
+    head = get_head(spec.head)
+    kwargs = head.config_overrides(spec.labels)
     if spec.encoder == TINY:
         config = enc.tiny_config()
         for key, value in kwargs.items():
             setattr(config, key, value)
-        return HEAD_CLASSES[spec.head].from_config(config)
+        return head.auto_model.from_config(config)
     config = AutoConfig.from_pretrained(str(enc.encoder_path()), **kwargs)
     previous = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the new head is expected to be missing from the checkpoint
     try:
-        return HEAD_CLASSES[spec.head].from_pretrained(str(enc.encoder_path()), config=config)
+        return head.auto_model.from_pretrained(str(enc.encoder_path()), config=config)
     finally:
         hf_logging.set_verbosity(previous)
 
 
-# -- features ---------------------------------------------------------------------------------------
+# -- batches ----------------------------------------------------------------------------------------
 
 
-def classification_features(tokenizer: Any, examples: Sequence[TrainExample], spec: TrainSpec) -> list[dict]:
-    index = {label: i for i, label in enumerate(spec.labels)}
-    features = []
-    for ex in examples:
-        text, pair = ex.model_input["text"], ex.model_input.get("text_pair")
-        feature = dict(tokenizer(text, pair, truncation=True, max_length=spec.max_length))
-        feature["labels"] = index[ex.target]
-        features.append(feature)
-    return features
-
-
-def qa_features(tokenizer: Any, examples: Sequence[TrainExample], spec: TrainSpec) -> list[dict]:
-    from modelzoo.explain import char_span_to_tokens
-
-    features = []
-    for ex in examples:
-        encoding = tokenizer(ex.model_input["question"], ex.model_input["context"], truncation="only_second",
-                             max_length=spec.max_length, return_offsets_mapping=True)
-        offsets, seq_ids = encoding.pop("offset_mapping"), encoding.sequence_ids()
-        start, end = ex.target["start"], ex.target["start"] + len(ex.target["text"])
-        passage = [i for i, s in enumerate(seq_ids) if s == 1]
-        if passage and offsets[passage[0]][0] <= start and end <= offsets[passage[-1]][1]:
-            s, e = char_span_to_tokens(offsets, seq_ids, start, end)
-        else:
-            s = e = 0  # the answer was truncated away: point at [CLS]
-        features.append({**dict(encoding), "start_positions": s, "end_positions": e})
-    return features
-
-
-def collate(tokenizer: Any, batch: list[dict]) -> dict[str, torch.Tensor]:
-    label_keys = [k for k in ("labels", "start_positions", "end_positions") if k in batch[0]]
-    labels = {k: torch.tensor([f[k] for f in batch]) for k in label_keys}
-    padded = tokenizer.pad([{k: v for k, v in f.items() if k not in label_keys} for f in batch], return_tensors="pt")
-    return {**dict(padded), **labels}
+def collate(tokenizer: Any, batch: list[dict], target_keys: Sequence[str]) -> dict[str, torch.Tensor]:
+    """Pad the tokens to the longest feature; the targets (the head's loss keywords) become tensors as they are."""
+    targets = {k: torch.tensor([f[k] for f in batch]) for k in target_keys}
+    padded = tokenizer.pad([{k: v for k, v in f.items() if k not in target_keys} for f in batch], return_tensors="pt")
+    return {**dict(padded), **targets}
 
 
 # -- training loop ----------------------------------------------------------------------------------
@@ -136,8 +101,7 @@ def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str
     configure_threads()
     seed_everything(spec.seed)
     tokenizer = enc.load_tokenizer()
-    make = qa_features if spec.head == "qa" else classification_features
-    features = make(tokenizer, examples, spec)
+    features = get_head(spec.head).features(tokenizer, examples, spec.labels, spec.max_length)
     model = build_model(spec)
     started = time.perf_counter()
     loss = fit(model, tokenizer, features, spec, progress)
@@ -151,6 +115,7 @@ def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str
 def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: TrainSpec,
         progress: Progress | None) -> float:
     generator = torch.Generator().manual_seed(spec.seed)
+    target_keys = get_head(spec.head).target_keys
     per_epoch = (len(features) + spec.batch_size - 1) // spec.batch_size
     total = per_epoch * spec.epochs
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
@@ -160,7 +125,8 @@ def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: Trai
     for _ in range(spec.epochs):
         order = torch.randperm(len(features), generator=generator).tolist()
         for b in range(per_epoch):
-            batch = collate(tokenizer, [features[i] for i in order[b * spec.batch_size:(b + 1) * spec.batch_size]])
+            batch = collate(tokenizer, [features[i] for i in order[b * spec.batch_size:(b + 1) * spec.batch_size]],
+                            target_keys)
             loss = model(**batch).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelzoo.aggregation import DEFAULT_FOR_HEAD, get_strategy
+from modelzoo.aggregation import get_strategy
 from modelzoo.data import LabelledSet
+from modelzoo.heads import get_head
 from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
 from modelzoo.services import predict_with
 from modelzoo.serving import ModelRef, get_backend
@@ -101,7 +102,7 @@ def _score_ensembles(task: Task, ensembles: dict[int, list[ModelVersion]], label
         current = EnsembleScore.objects.filter(task=task, round_number=number, dataset=labelled.name).first()
         if not members or (current and current.members == ids and current.size == len(labelled.inputs)):
             continue
-        aggregate = get_strategy(DEFAULT_FOR_HEAD[members[0].head])
+        aggregate = get_strategy(get_head(members[0].head).default_strategy)
         per_model = [cache.get(v, labelled) for v in members]
         combined = [aggregate([p[i] for p in per_model]) for i in range(len(labelled.inputs))]
         metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, combined)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from modelzoo.heads import get_head
 from modelzoo.models import ModelVersion
 from modelzoo.services import predict_with
 from tasks.models import Round, Task
@@ -35,7 +36,7 @@ def seed_round(task: Task, round_: Round, versions: Sequence[ModelVersion], k: i
     # imports the pipeline to create and show runs, never seeds a round.
     from hardness.services import seed_round as hardness_seed_round
 
-    if task.kind_impl.head != "classification":
+    if not get_head(task.kind_impl.head).probabilities:
         log("hardness seeding needs class probabilities; this task's kind has none, so no seeds")
         return 0
     scorer = EnsembleScorer(versions, task.typed_config.labels)

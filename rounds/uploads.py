@@ -21,6 +21,7 @@ from django.db import transaction
 
 from dynabench_site.errors import InvalidInput, NotPermitted
 from dynabench_site.jobs import dispatch
+from modelzoo.heads import get_head
 from modelzoo.services import register_artifact
 from rounds import jobs
 from rounds.models import ResearcherModel
@@ -35,7 +36,6 @@ TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "vocab.txt", "spec
                    "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model"}
 CODE_KEYS = {"auto_map", "trust_remote_code", "custom_pipelines", "custom_code"}
 ARCHITECTURES = {"bert", "distilbert", "roberta", "xlm-roberta", "electra", "mpnet", "deberta", "deberta-v2", "albert"}
-HEAD_SUFFIX = {"classification": "ForSequenceClassification", "qa": "ForQuestionAnswering"}
 SAFETENSORS_DTYPES = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"}
 
 
@@ -146,10 +146,10 @@ def check_config(config: dict[str, Any], task: Task) -> Checked:
     model_type = config.get("model_type")
     if model_type not in ARCHITECTURES:
         errors.append(f"config.json: model_type {model_type!r} is not supported; use one of {', '.join(sorted(ARCHITECTURES))}")
-    head = task.kind_impl.head
+    suffix = get_head(task.kind_impl.head).architecture_suffix
     archs = config.get("architectures") or []
-    if not (isinstance(archs, list) and len(archs) == 1 and str(archs[0]).endswith(HEAD_SUFFIX[head])):
-        errors.append(f"config.json: architectures must be one *{HEAD_SUFFIX[head]} model for a {task.kind} task")
+    if not (isinstance(archs, list) and len(archs) == 1 and str(archs[0]).endswith(suffix)):
+        errors.append(f"config.json: architectures must be one *{suffix} model for a {task.kind} task")
     labels = _labels(config, task, errors)
     if errors:
         raise UploadRefused(errors)
@@ -157,7 +157,7 @@ def check_config(config: dict[str, Any], task: Task) -> Checked:
 
 
 def _labels(config: dict[str, Any], task: Task, errors: list[str]) -> list[str]:
-    if task.kind_impl.head != "classification":
+    if not get_head(task.kind_impl.head).labelled:
         return []
     id2label = config.get("id2label") or {}
     try:
@@ -231,7 +231,7 @@ def store(folder: Path, files: Sequence[UploadedFileLike], checked: Checked, tas
             for chunk in file.chunks():
                 out.write(chunk)
     meta = {"format": 1, "head": task.kind_impl.head, "labels": checked.labels,
-            "max_length": 256 if task.kind_impl.head == "qa" else 128, "encoder": "upload"}
+            "max_length": get_head(task.kind_impl.head).default_max_length, "encoder": "upload"}
     (folder / "zoo.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
 
 

@@ -124,14 +124,14 @@ class _RowParser:
         return payload
 
     def label(self, row: dict[str, Any]) -> Any:
-        if self.kind.head == "qa":
-            return self._qa_target(row)
+        if self.kind.answer_is_span:
+            return self._span_target(row)
         raw = self.source(row, "label")
         if raw is None:
             raise InputError("label", "is null (no gold label)")
         return self.spec.labels.get(str(raw), raw)
 
-    def _qa_target(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _span_target(self, row: dict[str, Any]) -> dict[str, Any]:
         if "answers" in self.spec.mapping or "answers" in row:
             answers = self.source(row, "answers")
             if not isinstance(answers, dict) or not answers.get("text"):

@@ -1,7 +1,8 @@
 """TorchServe handler for model-zoo archives (classification and QA; predictions and explanations).
 
-Each archive carries this file, the artifact (weights, config, tokenizer, zoo.json) and the zoo's
-`runtime.py` and `explain.py`, so TorchServe runs the very code the in-process backend runs.
+Each archive carries this file, the artifact (weights, config, tokenizer, zoo.json) and the zoo's serving
+code as a `modelzoo` package (`runtime.py`, `explain.py`, `heads/`; see modelzoo/archive.py), so TorchServe
+runs the very code the in-process backend runs. No Django here or in what it imports.
 
 Requests (JSON):
   POST /predictions/<model>   {"inputs": [model_input, ...]}                 -> {"predictions": [...]}
@@ -23,7 +24,8 @@ class ZooHandler(BaseHandler):
         model_dir = context.system_properties["model_dir"]
         if model_dir not in sys.path:
             sys.path.insert(0, model_dir)
-        from runtime import Predictor, configure_threads
+        # Importable only now: the archive's own modelzoo package sits in model_dir.
+        from modelzoo.runtime import Predictor, configure_threads
 
         configure_threads()  # ZOO_TORCH_THREADS, default 1: one worker per core
 

@@ -59,7 +59,7 @@ def form_label(task: Task, example: Example, raw: str) -> Any:
     """A label typed into a form: a class name, or for QA the answer text (its offset is found in the passage)."""
     if not raw:
         return None
-    if task.kind_impl.head != "qa":
+    if not task.kind_impl.answer_is_span:
         return raw
     passage = services.context_payload(example).get(task.typed_config.context_fields[0], "")
     return {"text": raw, "start": max(str(passage).find(raw.strip()), 0)}

@@ -13,6 +13,8 @@ _lock = threading.Lock()
 
 
 def make_backend(name: str) -> Backend:
+    # A backend's module is imported when it is chosen: a process uses one, and each brings its own
+    # dependencies (models held in this process, or an HTTP client).
     if name == "inprocess":
         from modelzoo.serving.inprocess import InProcessBackend
 

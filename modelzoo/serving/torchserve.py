@@ -13,6 +13,7 @@ from typing import Any
 
 import requests
 
+from modelzoo.archive import build_mar
 from modelzoo.serving.base import Backend, BackendError, ModelRef
 
 RETRYABLE_STATUS = {408, 429, 502, 503, 504, 507}
@@ -121,7 +122,7 @@ class TorchServeBackend(Backend):
 
     @classmethod
     def from_settings(cls) -> TorchServeBackend:
-        from django.conf import settings
+        from django.conf import settings  # here only: the client and backend work without Django settings
 
         client = TorchServeClient(settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL)
         return cls(client, Path(settings.MODEL_STORE) / "torchserve",
@@ -155,8 +156,6 @@ class TorchServeBackend(Backend):
             self.client.wait_ready(ref.serving_name)
 
     def register(self, ref: ModelRef) -> None:
-        from modelzoo.archive import build_mar
-
         mar = self.archive_dir / f"{ref.serving_name}.mar"
         if not mar.is_file():
             build_mar(ref.path, ref.serving_name, self.archive_dir)

@@ -120,7 +120,11 @@ class TaskKind(ABC):
 
     name: ClassVar[str]
     label: ClassVar[str]
-    head: ClassVar[Literal["classification", "qa"]]
+    # The model head its models have, by name (a head spec in modelzoo.heads; tasks never imports the zoo).
+    head: ClassVar[str]
+    # What a target is: one label of the task's label set, or a span of the context ({"text", "start"}).
+    target_is_label: ClassVar[bool] = True
+    answer_is_span: ClassVar[bool] = False
     config_class: ClassVar[type[TaskConfig]]
     metrics: ClassVar[tuple[str, ...]]
 

@@ -63,6 +63,8 @@ class QAKind(TaskKind):
     name = "qa"
     label = "Extractive question answering"
     head = "qa"
+    target_is_label = False
+    answer_is_span = True
     config_class = QAConfig
     metrics = ("exact_match", "f1")
 

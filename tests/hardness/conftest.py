@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from hardness.data import TextSet, load_sst2
+from research.hardbench.data import TextSet, load_sst2
 
 
 @pytest.fixture(autouse=True)

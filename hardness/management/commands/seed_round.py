@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from hardness.services import seed_round
 from tasks.models import Round
 
 
@@ -17,8 +18,6 @@ class Command(BaseCommand):
         parser.add_argument("--score", default="loss")
 
     def handle(self, *args, **opts) -> None:
-        from hardness.services import seed_round
-
         rnd = Round.objects.select_related("task").get(task__slug=opts["task"], number=opts["round"])
         result = seed_round(rnd.task, rnd, opts["k"], score=opts["score"])
         self.stdout.write(str(result))

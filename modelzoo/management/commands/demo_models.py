@@ -11,6 +11,7 @@ import time
 from django.core.management.base import BaseCommand
 
 from modelzoo import data, services
+from modelzoo.heads import get_head
 from modelzoo.progress import tqdm_echo
 from tasks.models import Task
 
@@ -23,10 +24,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--tasks", nargs="*", default=DEMO_TASKS, help="task slugs (default: the demo tasks)")
         parser.add_argument("--members", type=int, default=3, help="ensemble size (seeds 0..n-1)")
-        # A few dozen demo examples need several small-batch epochs to move the classifiers off uniform
-        # (3 epochs of batch 16 left them at ~35 % confidence); QA is the slow one, so it keeps fewer.
-        parser.add_argument("--epochs", type=int, default=8, help="epochs for classification tasks")
-        parser.add_argument("--qa-epochs", type=int, default=3, help="epochs for QA tasks")
+        parser.add_argument("--epochs", type=int, default=None,
+                            help="epochs for every task (default: its head's small_data_epochs)")
         parser.add_argument("--lr", type=float, default=1e-4)
         parser.add_argument("--batch-size", type=int, default=8)
         parser.add_argument("--force", action="store_true", help="retrain even when an ensemble is deployed")
@@ -58,7 +57,7 @@ class Command(BaseCommand):
 
     def _member(self, task: Task, round_, labelled: data.LabelledSet, tests: list[data.LabelledSet], seed: int,
                 o: dict):
-        epochs = o["qa_epochs"] if task.kind_impl.head == "qa" else o["epochs"]
+        epochs = o["epochs"] or get_head(task.kind_impl.head).small_data_epochs
         spec = services.default_spec(task, seed=seed, epochs=epochs, lr=o["lr"], batch_size=o["batch_size"])
         with tqdm_echo(desc=f"{task.slug} seed {seed}") as echo:
             version = services.train_model(task, spec, labelled, name=f"{task.slug}-r{round_.number}-s{seed}",

@@ -14,6 +14,7 @@ from django.db import transaction
 
 from tasks import roles
 from tasks.importing import ImportSpec, import_lines
+from tasks.kinds import get_kind
 from tasks.models import Task
 from tasks.services import open_next_round
 
@@ -35,7 +36,7 @@ def demo_files() -> list[Path]:
 
 def _row(kind: str, item: dict) -> dict:
     row = {**item.get("context", {}), **item["input"]}
-    if kind == "qa":
+    if get_kind(kind).answer_is_span:  # the answer's character offset into its passage
         passage, answer = item["context"]["passage"], item["target"]["text"]
         return {**row, "answer": answer, "answer_start": passage.find(answer)}
     return {**row, "label": item["target"]}

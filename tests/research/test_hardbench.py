@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from hardness.hardbench import HardbenchConfig, run, strategy_parts
+from research.hardbench import HardbenchConfig, run, strategy_parts
 
 
 def test_strategy_names_map_to_selection_and_score():

@@ -1,19 +1,15 @@
-"""The Hard-Bench reproduction on SST-2: score train with a weak scorer, build k-shot sets, train a target.
+"""The pool side of the reproduction: score SST-2 train with the weak scorer, then pick k-shot sets from it.
 
-Library code (no Django): the management command `hardbench` only parses options and calls `run`.
-Everything expensive is cached under `cache_dir`, and every finished target run is appended to
-`out_dir/runs.jsonl`, so a rerun (or a restart after an interruption) redoes nothing it already has.
+Everything expensive is cached under `cache_dir` (features, deep scores), so a rerun redoes nothing it has.
 """
 
 from __future__ import annotations
 
-import copy
 import hashlib
-import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +17,10 @@ import torch
 from tqdm.auto import tqdm
 
 from hardness import sanity, scores, selection
-from hardness.data import SST2_LABELS, TextSet, load_sst2
 from hardness.deep import gradnorm_deep
 from hardness.encoding import embed_texts
 from hardness.heads import probs_of, train_linear_head
-from hardness.target import TrainConfig, prepare_eval, train_target
+from research.hardbench.data import TextSet, load_sst2
 
 DEFAULT_STRATEGIES = ["random", "loss", "gradnorm", "gradnorm_deep"]
 ALL_SCORES = ["loss", "gradnorm", "gradnorm_deep", "el2n", "datamap_low_confidence", "datamap_variability"]
@@ -140,76 +135,3 @@ def selection_figures(pool: ScoredPool, config: HardbenchConfig) -> dict:
         }
     spearman = {f"{a} ~ {b}": v for (a, b), v in sanity.spearman_matrix(pool.scores).items()}
     return {"per_k": per_k, "spearman": spearman}
-
-
-def _load_runs(path: Path) -> dict[tuple, dict]:
-    if not path.exists():
-        return {}
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {(r["k"], r["strategy"], r["seed"], r["epochs"], r["train_rows"], r.get("trainable_blocks")): r
-            for r in rows}
-
-
-def train_targets(pool: ScoredPool, config: HardbenchConfig, encoder, tokenizer, timer: Timer) -> list[dict]:
-    runs_path = config.out_dir / "runs.jsonl"
-    done = _load_runs(runs_path)
-    plan = [(k, s, seed) for k in config.ks for s in config.strategies for seed in config.seeds]
-    train_config = TrainConfig(epochs=config.epochs, trainable_blocks=config.trainable_blocks,
-                               min_steps=config.min_steps)
-    with timer.step("dev set: frozen-part outputs"):
-        dev = prepare_eval(encoder, tokenizer, pool.dev.texts, pool.dev.labels, train_config)
-    results = []
-    for k, strategy, seed in tqdm(plan, desc="target runs"):
-        key = (k, strategy, seed, config.epochs, len(pool.train), config.trainable_blocks)
-        if key not in done:
-            with timer.step("target fine-tuning runs"):
-                idx = selections_for(pool, strategy, k, seed)
-                sub = pool.train.subset(idx)
-                res = train_target(copy.deepcopy(encoder), tokenizer, sub.texts, sub.labels, dev, 2,
-                                   replace(train_config, seed=seed))
-            done[key] = {"k": k, "strategy": strategy, "seed": seed, "epochs": config.epochs,
-                         "train_rows": len(pool.train), "trainable_blocks": config.trainable_blocks,
-                         "epoch_accuracy": res.epoch_accuracy}
-            with runs_path.open("a") as fh:
-                fh.write(json.dumps(done[key]) + "\n")
-        results.append(done[key])
-    return results
-
-
-def summarize(results: list[dict]) -> list[dict]:
-    table: dict[tuple, list[dict]] = {}
-    for r in results:
-        table.setdefault((r["k"], r["strategy"]), []).append(r)
-    rows = []
-    for (k, strategy), runs in table.items():
-        best = np.array([max(r["epoch_accuracy"]) for r in runs]) * 100
-        final = np.array([r["epoch_accuracy"][-1] for r in runs]) * 100
-        rows.append({"k": k, "strategy": strategy, "n": len(runs), "best_mean": best.mean(), "best_std": best.std(ddof=1) if len(runs) > 1 else 0.0,
-                     "final_mean": final.mean(), "final_std": final.std(ddof=1) if len(runs) > 1 else 0.0})
-    return rows
-
-
-def _computed_timings(previous_summary: Path, steps: dict[str, float]) -> dict[str, float]:
-    """Per step, the longest time seen across runs (reruns hit the caches and take near zero)."""
-    before = json.loads(previous_summary.read_text()).get("timings_computed_s", {}) if previous_summary.exists() else {}
-    if not before and previous_summary.exists():
-        before = json.loads(previous_summary.read_text()).get("timings_s", {})
-    return {step: max(steps.get(step, 0.0), before.get(step, 0.0)) for step in {**before, **steps}}
-
-
-def run(config: HardbenchConfig, encoder, tokenizer) -> dict:
-    """The whole reproduction; returns what the report shows (and writes the report)."""
-    from hardness.report import write_report
-
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    timer = Timer()
-    pool = score_pool(config, encoder, tokenizer, timer)
-    figures = selection_figures(pool, config)
-    results = train_targets(pool, config, encoder, tokenizer, timer)
-    summary = {"config": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(config).items()},
-               "labels": list(SST2_LABELS), "scorer_dev_accuracy": pool.scorer_dev_accuracy,
-               "scorer_train_accuracy": float((pool.probs.argmax(1) == pool.train.labels).mean()),
-               "table": summarize(results), "sanity": figures, "timings_s": timer.steps}
-    summary["timings_computed_s"] = _computed_timings(config.out_dir / "summary.json", timer.steps)
-    write_report(summary, pool, config)
-    return summary

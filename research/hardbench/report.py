@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hardness.hardbench import HardbenchConfig, ScoredPool, selections_for
+from research.hardbench.pool import HardbenchConfig, ScoredPool, selections_for
 
 
 def _plot(summary: dict, pool: ScoredPool, config: HardbenchConfig, path: Path) -> None:

@@ -1,0 +1,90 @@
+"""The interface of a model head: what the zoo needs to know about one kind of model output.
+
+A spec is stateless; `modelzoo.heads.get_head(name)` returns the one instance. Who asks what:
+- training: `check_labels`, `config_overrides`, `auto_model`, `features`, `target_keys`;
+- prediction (runtime, in process and in TorchServe): `segments`, `truncation`, `needs_offsets`, `decode`;
+- explanations: `target_of` (what to explain for a prediction), `explained_logits` (which logits);
+- the zoo's services: `default_max_length`, `default_strategy` (ensemble aggregation), `labelled`;
+- researchers' uploads: `architecture_suffix`, `labelled`; round seeding: `probabilities`; the demo:
+  `small_data_epochs`.
+Metrics are not the head's: a task kind scores predictions against its targets (`TaskKind.evaluate`), with
+its own settings (e.g. QA's answer alternatives).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+import torch
+
+Pick = Callable[[Any], torch.Tensor]  # model output -> the logit (one per batch row) an attribution explains
+
+
+class Example(Protocol):
+    """A training example (`modelzoo.training.TrainExample`): the model input and its target."""
+
+    model_input: dict[str, str]
+    target: Any
+
+
+@dataclass(frozen=True)
+class ExplainedLogits:
+    """What an explanation attributes: `name` is recorded as its target (a label, or "start" for QA); `logits`
+    maps each word list of the explanation ("words", QA also "end_words") to the logit it attributes."""
+
+    name: str
+    logits: dict[str, Pick]
+
+
+class HeadSpec(ABC):
+    name: ClassVar[str]  # the registry name, stored in ModelVersion.head and zoo.json
+    auto_model: ClassVar[Any]  # the transformers Auto class that builds and loads the model
+    architecture_suffix: ClassVar[str]  # config.json "architectures" end in it, e.g. BertForQuestionAnswering
+    default_max_length: ClassVar[int]  # tokens; longer inputs are truncated
+    default_strategy: ClassVar[str]  # ensemble aggregation (modelzoo.aggregation)
+    labelled: ClassVar[bool]  # predicts one of the task's labels (they go to zoo.json and config.id2label)
+    probabilities: ClassVar[bool]  # predictions carry one probability per label ("probs"), e.g. for seeding
+    small_data_epochs: ClassVar[int]  # epochs that move a model trained on a few dozen rows (the demo)
+    target_keys: ClassVar[tuple[str, ...]]  # the model's loss keywords that `features` fill in
+    truncation: ClassVar[bool | str] = True  # the tokenizer's truncation for (first, second) segments
+    needs_offsets: ClassVar[bool] = False  # decoding needs the tokens' character offsets
+
+    # -- training ---------------------------------------------------------------------------------
+
+    def check_labels(self, labels: Sequence[str]) -> None:
+        """Raise ValueError when a model of this head cannot be trained with these labels (default: any do)."""
+        return None
+
+    def config_overrides(self, labels: Sequence[str]) -> dict[str, Any]:
+        """Settings for the model's transformers config (e.g. the number of labels)."""
+        return {}
+
+    @abstractmethod
+    def features(self, tokenizer: Any, examples: Sequence[Example], labels: Sequence[str],
+                 max_length: int) -> list[dict[str, Any]]:
+        """One tokenized feature per example, with its target under the loss keyword(s) `target_keys`."""
+
+    # -- prediction -------------------------------------------------------------------------------
+
+    def segments(self, model_input: dict[str, str]) -> tuple[str, str | None]:
+        """The model input as (first text, second text or None), the order the tokenizer takes them."""
+        return model_input["text"], model_input.get("text_pair")
+
+    @abstractmethod
+    def decode(self, encoding: Any, output: Any, inputs: Sequence[dict[str, str]],
+               labels: Sequence[str]) -> list[dict[str, Any]]:
+        """One prediction per input (`modelzoo.types`: ClassPrediction, SpanPrediction, ...) from a batch."""
+
+    # -- explanation ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def target_of(self, prediction: dict[str, Any]) -> Any:
+        """The target that explains this prediction: its label, or its span's character offsets."""
+
+    @abstractmethod
+    def explained_logits(self, target: Any, labels: Sequence[str], offsets: list[list[int]],
+                         seq_ids: list[int | None]) -> ExplainedLogits:
+        """The logits an explanation of `target` attributes, for one tokenized input."""
