@@ -22,7 +22,7 @@ def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
         "urls": api_urls(task),
         "slug": task.slug,
         "kind": task.kind,
-        "head": task.kind_impl.head,
+        "answer_is_span": task.kind_impl.answer_is_span,
         "labels": list(getattr(config, "labels", [])),
         "input_fields": list(config.input_fields),
         "context_fields": list(config.context_fields),

@@ -3,7 +3,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.models import Example
+from tasks import figures
 from tasks.models import Round, Task
 
 
@@ -38,7 +38,7 @@ class TaskListSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(FiguresSerializer)
     def get_figures(self, task: Task) -> dict:
-        return Example.objects.filter(round__task=task).figures()
+        return figures.for_task(task)
 
 
 class TaskDetailSerializer(TaskListSerializer):
@@ -55,6 +55,4 @@ class TaskDetailSerializer(TaskListSerializer):
 
     @extend_schema_field(serializers.DictField(child=FiguresSerializer()))
     def get_round_figures(self, task: Task) -> dict:
-        per_round = Example.objects.filter(round__task=task).figures_by("round__number")
-        empty = Example.objects.none().figures()
-        return {str(r.number): per_round.get(r.number, empty) for r in task.rounds.all()}
+        return figures.by_round(task)

@@ -34,7 +34,7 @@
 
   // --- context ---------------------------------------------------------------------------------
   function passageEl() {
-    return cfg.head === "qa" ? $(`context-${cfg.context_fields[0]}`) : null;
+    return cfg.answer_is_span ? $(`context-${cfg.context_fields[0]}`) : null;
   }
 
   function showContext(context) {
@@ -93,7 +93,7 @@
     const input = {};
     document.querySelectorAll("[data-input-field]").forEach((node) => (input[node.dataset.inputField] = node.value));
     let target;
-    if (cfg.head === "qa") target = state.answer;
+    if (cfg.answer_is_span) target = state.answer;
     else {
       const checked = document.querySelector("input[name=target]:checked");
       target = checked ? checked.value : null;
@@ -110,7 +110,7 @@
     $("form-error").textContent = "";
     const { input, target } = readForm();
     if (target === null || target === undefined) {
-      showError(null, cfg.head === "qa" ? "target: highlight the answer in the passage." : "target: choose a label.");
+      showError(null, cfg.answer_is_span ? "target: highlight the answer in the passage." : "target: choose a label.");
       return;
     }
     const sandbox = $("sandbox").checked;

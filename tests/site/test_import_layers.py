@@ -1,0 +1,165 @@
+"""The import direction between apps, checked over the source (every import, in-function ones included).
+
+Layers, bottom to top:
+    dynabench_site kernel (errors, env, jobs, celery, settings)  — imports no app
+    tasks                          — tasks, rounds-as-data, kinds, roles
+    modelzoo                       — models, serving, training; receives ready labelled sets
+    hardness                       — Hard-Bench scores and seeding, on top of the model zoo
+    annotation, validation         — the collection flow (validation never calls a model)
+    exports                        — round datasets, the one owner of splits
+    rounds                         — the round pipeline that ties them together
+    research, dynabench_site urls/api/pages — on top; no app imports research
+The TorchServe handler runs inside TorchServe without Django: neither it nor anything it imports may import Django.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+APPS = ["tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "rounds", "research", "torchserve"]
+KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", "dynabench_site.celery",
+          "dynabench_site.settings"]
+FORBIDDEN = {
+    "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "rounds", "research"},
+    "modelzoo": {"annotation", "validation", "exports", "rounds", "hardness", "research"},
+    "hardness": {"annotation", "validation", "exports", "rounds", "research"},
+    "annotation": {"validation", "exports", "rounds", "hardness", "research"},
+    "validation": {"modelzoo", "hardness", "exports", "rounds", "research"},
+    "exports": {"modelzoo", "hardness", "rounds", "research"},
+    "rounds": {"research"},
+    "torchserve": {"tasks", "annotation", "validation", "hardness", "exports", "rounds", "research"},
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def sources() -> dict[str, Path]:
+    found = {}
+    for top in [*APPS, "dynabench_site"]:
+        for path in (ROOT / top).rglob("*.py"):
+            if "migrations" not in path.parts:
+                found[module_name(path)] = path
+    return found
+
+
+@cache
+def imports_of(module: str) -> frozenset[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(sources()[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+            names |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return frozenset(names)
+
+
+def app_of(name: str) -> str:
+    return name.split(".")[0]
+
+
+def app_imports(app: str) -> dict[str, set[str]]:
+    """Other apps this app imports -> the modules that do it."""
+    out: dict[str, set[str]] = {}
+    for module in sources():
+        if app_of(module) != app:
+            continue
+        for name in imports_of(module):
+            other = app_of(name)
+            if other != app and other in [*APPS, "dynabench_site"]:
+                out.setdefault(other, set()).add(f"{module}: {name}")
+    return out
+
+
+@pytest.mark.parametrize("app", sorted(FORBIDDEN))
+def test_an_app_imports_no_layer_above_it(app):
+    found = app_imports(app)
+    offenders = sorted(line for other in FORBIDDEN[app] for line in found.get(other, ()))
+    assert offenders == []
+
+
+def test_no_two_apps_import_each_other():
+    graph = {app: set(app_imports(app)) for app in APPS}
+    mutual = sorted((a, b) for a in APPS for b in graph[a] if b in graph and a in graph[b] and a < b)
+    assert mutual == []
+
+
+@pytest.mark.parametrize("module", KERNEL)
+def test_the_site_kernel_imports_no_app(module):
+    assert sorted(n for n in imports_of(module) if app_of(n) in APPS) == []
+
+
+def project_module(name: str) -> str | None:
+    """The project module an import name refers to (a module, or the module holding an imported name)."""
+    while name:
+        if name in sources():
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def test_the_torchserve_handler_never_imports_django():
+    seen, todo, django_users = set(), ["torchserve.handler"], []
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for name in imports_of(module):
+            if app_of(name) in ("django", "rest_framework", "dynabench_site"):
+                django_users.append(f"{module}: {name}")
+            elif (inner := project_module(name)) is not None:
+                todo.append(inner)
+    assert "modelzoo.runtime" in seen  # the walk follows the handler into the model zoo
+    assert django_users == []
+
+
+def test_no_import_cycles_between_modules():
+    """Cycles between modules are resolved by moving code, not hidden behind in-function imports."""
+    graph = {m: {p for n in imports_of(m) if (p := project_module(n)) and p != m} for m in sources()}
+    # A package's __init__ re-exporting its submodules is not a cycle with them.
+    graph = {m: {p for p in deps if not m.startswith(p + ".")} for m, deps in graph.items()}
+    cycles = sorted({tuple(sorted(c)) for c in strongly_connected(graph) if len(c) > 1})
+    assert cycles == []
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            out.append(component)
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return out
