@@ -4,7 +4,7 @@
 
 Creates the database `bench_exports` (BENCH_PG_URL, default postgres://postgres@127.0.0.1:5432), fills it
 with raw SQL (generate_series), runs every export in a fresh subprocess (so each peak RSS is its own),
-prints a Markdown table, and drops the database. Without a reachable PostgreSQL it says so and skips.
+prints a Markdown table, and drops the database. Without a reachable PostgreSQL it fails (exit 1).
 """
 
 from __future__ import annotations
@@ -145,9 +145,10 @@ def main() -> int:
     args = parser.parse_args()
     try:
         admin_sql("SELECT 1")
-    except Exception as exc:  # no PostgreSQL here: the benchmark cannot say anything
-        print(f"bench_exports: skipped, PostgreSQL at {PG} is not reachable ({exc.__class__.__name__})")
-        return 0
+    except Exception as exc:  # no PostgreSQL here: the benchmark cannot run, and says so by failing
+        print(f"bench_exports: cannot run, PostgreSQL at {PG} is not reachable ({exc.__class__.__name__}: {exc})",
+              file=sys.stderr)
+        return 1
     results = []
     try:
         start = time.perf_counter()

@@ -117,7 +117,8 @@ def main() -> None:
     texts, labels = rows.texts[: args.deep_n], rows.labels[: args.deep_n]
     results: dict[str, np.ndarray] = {}
     deep = interleaved({
-        "gradnorm_deep (vmap, batch 16)": lambda: results.update(v=gradnorm_deep(encoder, head, tokenizer, texts, labels, 16)),
+        "gradnorm_deep (vmap, batch 16)": lambda: results.update(
+            v=gradnorm_deep(encoder, head, tokenizer, texts, labels, 16, method="vmap")),
         "gradnorm_deep (ghost norms, batch 16)": lambda: results.update(
             g=gradnorm_deep(encoder, head, tokenizer, texts, labels, 16, method="ghost")),
         "naive per-example backward loop": lambda: results.update(n=gradnorm_deep_naive(encoder, head, tokenizer, texts, labels)),

@@ -7,7 +7,7 @@ with raw SQL (generate_series): 4 rounds, 2,000 writers of whom 50 also validate
 decided (with their votes), the rest wait for votes (some already hold one or two), 60% fooled, 1% retracted.
 Then it times `validation.queue.claim_next` (the whole service: lease, locks, transaction) as the validators
 work (claim, then vote), prints p50 / p95 / p99, the plan of the queue query, and drops the database.
-Without a reachable PostgreSQL it says so and skips.
+Without a reachable PostgreSQL it fails (exit 1).
 """
 
 from __future__ import annotations
@@ -189,9 +189,10 @@ def main() -> int:
     args = parser.parse_args()
     try:
         admin_sql("SELECT 1")
-    except Exception as exc:  # no PostgreSQL here: the benchmark cannot say anything
-        print(f"bench_validation: skipped, PostgreSQL at {PG} is not reachable ({exc.__class__.__name__})")
-        return 0
+    except Exception as exc:  # no PostgreSQL here: the benchmark cannot run, and says so by failing
+        print(f"bench_validation: cannot run, PostgreSQL at {PG} is not reachable ({exc.__class__.__name__}: {exc})",
+              file=sys.stderr)
+        return 1
     os.environ["DATABASE_URL"] = f"{PG}/{DB}"
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dynabench_site.settings")
     os.environ.setdefault("LOG_LEVEL", "warning")
