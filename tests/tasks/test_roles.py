@@ -33,14 +33,18 @@ def test_ownership_is_per_task(personas, task):
     assert not roles.has_role(personas.owner, roles.EXPERT, other)
 
 
-def test_signup_grants_annotator_and_validator(client, db):
+def test_signup_grants_annotator_only_and_records_the_address(client, db):
+    """New sign-ups write at once but start unqualified as validators (issue 15: the validator role on a
+    task comes from passing its quiz); the sign-up address is kept for the sybil rule."""
     from django.contrib.auth.models import User
 
     response = client.post("/accounts/signup/", {"username": "fresh", "email": "f@example.org",
-                                                 "password1": "a-long-passphrase-42", "password2": "a-long-passphrase-42"})
+                                                 "password1": "a-long-passphrase-42", "password2": "a-long-passphrase-42"},
+                           REMOTE_ADDR="203.0.113.7")
     assert response.status_code == 302
     user = User.objects.get(username="fresh")
-    assert roles.role_names(user) == {roles.ANNOTATOR, roles.VALIDATOR}
+    assert roles.role_names(user) == {roles.ANNOTATOR}
+    assert user.account.origin == "signup" and user.account.signup_ip == "203.0.113.7"
 
 
 def test_signup_with_mismatched_passwords_says_so(client, db):
