@@ -3,8 +3,11 @@
 Each validator gets a confusion matrix (how often they say each outcome when another one is true), learnt
 with EM together with each example's most probable outcome; a careless validator's votes then weigh less
 than a careful one's, instead of counting one each. Outcomes are the consensus ones (correct, flagged, or
-incorrect with one corrected label). The result is stored per example (`ReliabilityLabel`) and exported
-next to the consensus label; it is redone only when the task's counted votes changed (`refresh`).
+incorrect with one corrected label). Gold items anchor it: their outcome is known, validators' answers on
+them are votes, and the first estimate of every validator comes from the gold items alone (without that,
+two careless validators who always agree would outvote a careful one, as in a plain majority). The result
+is stored per example (`ReliabilityLabel`) and exported next to the consensus label; it is redone only
+when the task's counted votes or gold answers changed (`refresh`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from django.utils import timezone
 from annotation.models import Example
 from tasks.models import Task
 from validation.consensus import CORRECT, FLAGGED, INCORRECT, outcome_key
-from validation.models import ReliabilityLabel, ReliabilityRun, Validation
+from validation.models import GoldAnswer, GoldItem, ReliabilityLabel, ReliabilityRun, Validation
 
 Vote = tuple[int, int, str]  # (example id, validator id, outcome key)
 
@@ -34,21 +37,30 @@ class Estimate:
     accuracy: dict[int, float]  # validator id -> estimated probability of a right vote
 
 
-def dawid_skene(votes: Sequence[Vote], iterations: int = 50, tol: float = 1e-6, smoothing: float = 0.01) -> Estimate:
+def dawid_skene(votes: Sequence[Vote], known: dict[int, str] | None = None, iterations: int = 50,
+                tol: float = 1e-6, smoothing: float = 0.01) -> Estimate:
     """The most probable outcome of each item and each worker's accuracy (Dawid & Skene 1979, EM from the
-    majority vote; `smoothing` keeps a worker seen once from getting a certain confusion matrix)."""
+    majority vote). `known`: items whose outcome is known (gold), held fixed; when there are any, the
+    workers' first confusion matrices come from them alone. `smoothing` keeps a worker seen once from
+    getting a certain confusion matrix."""
     if not votes:
         return Estimate({}, {})
-    items, workers, classes = (sorted({v[n] for v in votes}) for n in range(3))
+    known = known or {}
+    items, workers = sorted({v[0] for v in votes}), sorted({v[1] for v in votes})
+    classes = sorted({v[2] for v in votes} | {k for i, k in known.items() if i in set(items)})
     ii = np.searchsorted(items, [v[0] for v in votes])
     jj = np.searchsorted(workers, [v[1] for v in votes])
     kk = np.array([classes.index(v[2]) for v in votes])
+    fixed = {n: classes.index(known[item]) for n, item in enumerate(items) if item in known}
     posterior = np.zeros((len(items), len(classes)))
     np.add.at(posterior, (ii, kk), 1.0)
-    posterior /= posterior.sum(axis=1, keepdims=True)
+    posterior = _clamp(posterior / posterior.sum(axis=1, keepdims=True), fixed)
+    weight = np.zeros(len(items)) if fixed else np.ones(len(items))
+    weight[list(fixed)] = 1.0
     for _ in range(iterations):
-        prior, confusion = _m_step(posterior, ii, jj, kk, len(workers), smoothing)
-        updated = _e_step(prior, confusion, ii, jj, kk, len(items))
+        prior, confusion = _m_step(posterior, weight, ii, jj, kk, len(workers), smoothing)
+        weight = np.ones(len(items))  # gold alone only for the first estimate of the workers
+        updated = _clamp(_e_step(prior, confusion, ii, jj, kk, len(items)), fixed)
         done = np.abs(updated - posterior).max() < tol
         posterior = updated
         if done:
@@ -59,10 +71,17 @@ def dawid_skene(votes: Sequence[Vote], iterations: int = 50, tol: float = 1e-6, 
     return Estimate(outcomes, {w: round(float(accuracy[n]), 4) for n, w in enumerate(workers)})
 
 
-def _m_step(posterior, ii, jj, kk, n_workers: int, smoothing: float):
+def _clamp(posterior, fixed: dict[int, int]):
+    for row, k in fixed.items():
+        posterior[row] = 0.0
+        posterior[row, k] = 1.0
+    return posterior
+
+
+def _m_step(posterior, weight, ii, jj, kk, n_workers: int, smoothing: float):
     prior = posterior.mean(axis=0) + 1e-12
     confusion = np.full((n_workers, posterior.shape[1], posterior.shape[1]), smoothing)
-    np.add.at(confusion, (jj, slice(None), kk), posterior[ii])  # [worker, true, said] += P(true)
+    np.add.at(confusion, (jj, slice(None), kk), posterior[ii] * weight[ii, None])  # [worker, true, said] += P(true)
     confusion /= confusion.sum(axis=2, keepdims=True)
     return prior / prior.sum(), confusion
 
@@ -83,9 +102,21 @@ def crowd_votes(task: Task):
 
 
 def votes_key(task: Task) -> str:
-    """Changes whenever a counted crowd vote of the task is added or stops counting."""
+    """Changes whenever a counted crowd vote or a gold answer of the task is added, or a vote stops counting."""
     found = crowd_votes(task).aggregate(n=Count("id"), last=Max("id"), total=Sum("id"))
-    return hashlib.sha256(json.dumps(found, sort_keys=True, default=str).encode()).hexdigest()
+    gold = GoldAnswer.objects.filter(task=task).aggregate(n=Count("id"), last=Max("id"))
+    return hashlib.sha256(json.dumps([found, gold], sort_keys=True, default=str).encode()).hexdigest()
+
+
+def task_votes(task: Task) -> tuple[list[Vote], dict[int, str]]:
+    """The task's counted crowd votes and gold answers, and the known outcome of each gold item."""
+    rows = crowd_votes(task).values_list("example_id", "validator_id", "verdict", "label").iterator(chunk_size=5000)
+    votes = [(e, v, outcome_key(verdict, label)) for e, v, verdict, label in rows]
+    answers = GoldAnswer.objects.filter(task=task).values_list("gold_id", "validator_id", "verdict", "label")
+    votes += [(e, v, outcome_key(verdict, label)) for e, v, verdict, label in answers]
+    known = {e: outcome_key(verdict, label)
+             for e, verdict, label in GoldItem.objects.filter(task=task).values_list("example_id", "verdict", "label")}
+    return votes, known
 
 
 def refresh(task: Task, force: bool = False) -> ReliabilityRun:
@@ -94,8 +125,7 @@ def refresh(task: Task, force: bool = False) -> ReliabilityRun:
     run = ReliabilityRun.objects.filter(task=task).first()
     if run is not None and run.votes_key == key and not force:
         return run
-    rows = crowd_votes(task).values_list("example_id", "validator_id", "verdict", "label").iterator(chunk_size=5000)
-    estimate = dawid_skene([(e, v, outcome_key(verdict, label)) for e, v, verdict, label in rows])
+    estimate = dawid_skene(*task_votes(task))
     with transaction.atomic():
         ReliabilityLabel.objects.filter(task=task).delete()
         _store(task, estimate)

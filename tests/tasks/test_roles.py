@@ -51,3 +51,39 @@ def test_signup_with_mismatched_passwords_says_so(client, db):
     response = client.post("/accounts/signup/", {"username": "fresh", "password1": "a-long-passphrase-42", "password2": "other"})
     assert response.status_code == 400
     assert b"didn" in response.content  # "The two password fields didn't match."
+
+
+def test_a_role_granted_on_one_task_holds_there_only(personas, task):
+    other = TaskFactory(slug="elsewhere")
+    roles.grant_on_task(personas.outsider, task, roles.VALIDATOR, "quiz")
+    assert roles.has_role(personas.outsider, roles.VALIDATOR, task)
+    assert not roles.has_role(personas.outsider, roles.VALIDATOR, other)
+    assert not roles.has_role(personas.outsider, roles.VALIDATOR)
+
+
+def test_an_appointed_expert_validates_and_resolves_on_that_task(personas, task):
+    roles.grant_on_task(personas.outsider, task, roles.EXPERT, "owner")
+    assert roles.has_role(personas.outsider, roles.EXPERT, task)
+    assert roles.has_role(personas.outsider, roles.VALIDATOR, task)
+
+
+@pytest.mark.parametrize("role", [roles.ANNOTATOR, roles.VALIDATOR, roles.EXPERT, roles.RESEARCHER, roles.OWNER])
+def test_a_suspended_account_holds_no_role_on_that_task(personas, task, role):
+    from tasks.models import Suspension
+
+    holder = {roles.ANNOTATOR: "annotator", roles.VALIDATOR: "validator", roles.EXPERT: "expert",
+              roles.RESEARCHER: "researcher", roles.OWNER: "owner"}[role]
+    user = personas.get(holder)
+    Suspension.objects.create(task=task, user=user, reason="test")
+    roles.forget(user)
+    assert not roles.has_role(user, role, task)
+    assert roles.has_role(user, role, TaskFactory(slug="unaffected")) is (role != roles.OWNER)
+
+
+def test_a_quiz_requirement_overrides_the_global_role(personas, task):
+    task.config = {**task.config, "crowd": {"validators_need_quiz": True}}
+    task.save()
+    assert not roles.has_role(personas.validator, roles.VALIDATOR, task)
+    assert roles.has_role(personas.expert, roles.VALIDATOR, task)  # experts and owners are not asked
+    roles.grant_on_task(personas.validator, task, roles.VALIDATOR, "quiz")
+    assert roles.has_role(personas.validator, roles.VALIDATOR, task)
