@@ -24,8 +24,9 @@ class Validation(models.Model):
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.CROWD)
     # A vote stops counting when its validator is suspended from the task or falls below the task's gold
     # accuracy; it is kept (for the record) but no consensus, figure or export counts it.
-    counted = models.BooleanField(default=True)
-    excluded_reason = models.CharField(max_length=20, blank=True, default="")
+    # db_default as well: rows written by raw SQL (the benchmarks' loaders) count.
+    counted = models.BooleanField(default=True, db_default=True)
+    excluded_reason = models.CharField(max_length=20, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -17,6 +17,7 @@ from accounts.services import are_linked
 from annotation.models import Example
 from dynabench_site.errors import DomainError
 from tasks import guidelines, roles
+from tasks.access import refusal
 from tasks.kinds import InputError
 from tasks.kinds.base import clean_text
 from tasks.models import Round, Task
@@ -108,7 +109,7 @@ def check_allowed(user, example: Example) -> str:
     if roles.is_suspended(user, task):
         raise VoteError(403, "suspended", "Your account is suspended from this task.")
     if not roles.has_role(user, roles.VALIDATOR, task):
-        raise VoteError(403, "not_validator", "Only validators may validate examples.")
+        raise VoteError(403, "not_validator", refusal(roles.VALIDATOR))
     if example.author_id == user.pk:
         raise VoteError(403, "own_example", "You cannot validate your own example.")
     mode = vote_mode(user, task)
@@ -127,7 +128,7 @@ def submit_vote(user, example: Example, verdict: Any, label: Any = None, reason:
     item served to a crowd validator, keep their answer and check their accuracy)."""
     mode = check_allowed(user, example)
     vote = clean_vote(example, verdict, label, reason)
-    if mode == Validation.Mode.CROWD and (item := gold.active_gold(example)) is not None:
+    if mode == Validation.Mode.CROWD and (item := served_gold(user, example)) is not None:
         return answer_gold(user, example, item, vote)
     ensure_queue_item(example)
     try:
@@ -153,6 +154,14 @@ def _vote_locked(user, example_id: int, vote: CleanVote, mode: str) -> VoteResul
     if mode != Validation.Mode.CROWD and example.appealed_at and not example.appeal_resolved_at:
         Example.objects.filter(pk=example_id).update(appeal_resolved_at=timezone.now())
     return VoteResult(validation, apply_consensus(example, rule))
+
+
+def served_gold(user, example: Example) -> GoldItem | None:
+    """The gold item behind `example` if the queue served it to `user` (a lease, even an expired one): a gold
+    item is never answered by guessing its id; to anyone else it is a decided example like any other."""
+    if not Lease.objects.filter(example=example, validator=user).exists():
+        return None
+    return gold.active_gold(example)
 
 
 def answer_gold(user, example: Example, item: GoldItem, vote: CleanVote) -> VoteResult:

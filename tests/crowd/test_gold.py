@@ -139,3 +139,10 @@ def test_the_owner_marks_gold_from_a_page(setup):
     assert (item.verdict, item.label) == ("incorrect", "negative")
     client.post(f"/tasks/{task.slug}/console/crowd/gold/mark/", {"example": rejected.pk, "action": "unmark"})
     assert gold.active_gold(rejected) is None
+
+
+def test_a_gold_item_not_served_is_just_a_decided_example(setup):
+    client = api(setup["careless"])
+    probe = vote(client, setup["golds"][0].example_id, "correct")
+    assert probe.status_code == 409 and probe.json()["code"] == "decided"
+    assert not GoldAnswer.objects.exists()
