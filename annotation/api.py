@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.generics import GenericAPIView
+from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -211,21 +211,23 @@ class AppealView(ExampleView):
         return Response(ExampleSerializer(services.appeal(example, body.validated_data["reason"])).data)
 
 
-class MyExamplesView(GenericAPIView):
+class MyExamplesView(ListAPIView):
+    """Paginated like every list (`count`, `next`, `previous`, `results`)."""
+
     permission_classes = [IsAuthenticated]
     serializer_class = MyExampleSerializer
+
+    def get_queryset(self):
+        slug = self.request.query_params.get("task")
+        return feedback.my_examples(self.request.user, visible_task(self.request.user, slug) if slug else None)
 
     @extend_schema(
         summary="Your examples, newest first: the model's verdict, the validation outcome, the corrected label, "
                 "flag reasons and whether you may appeal",
-        parameters=[OpenApiParameter("task", str, description="a task slug (all tasks when absent)"),
-                    OpenApiParameter("page", int)],
-        responses={200: MyExampleSerializer(many=True)},
+        parameters=[OpenApiParameter("task", str, description="a task slug (all tasks when absent)")],
     )
-    def get(self, request: Request) -> Response:
-        slug = request.query_params.get("task")
-        task = visible_task(request.user, slug) if slug else None
-        page = self.paginate_queryset(feedback.my_examples(request.user, task))
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
         data = [{**row, "links": example_links(row["id"])} for row in feedback.rows(page)]
         return self.get_paginated_response(MyExampleSerializer(data, many=True).data)
 
