@@ -30,25 +30,30 @@ class QuizItemForm(forms.Form):
         for name in config.input_fields:
             self.fields[f"input_{name}"] = forms.CharField(label=f"Input: {name}", widget=forms.Textarea(attrs={"rows": 2}))
         labels = list(getattr(config, "labels", []) or [])
-        label_field = (lambda **kw: forms.ChoiceField(choices=[(x, x) for x in labels], **kw)) if labels else \
-            (lambda **kw: forms.CharField(help_text="the answer text, exactly as in the passage", **kw))
         if quiz.role == Quiz.Role.VALIDATOR:
-            self.fields["proposed"] = label_field(label="Label shown to judge")
+            self.fields["proposed"] = _label_field(labels, "Label shown to judge")
             self.fields["answer"] = forms.ChoiceField(choices=[("correct", "correct"), ("incorrect", "incorrect")],
                                                       label="Is that label right?")
         else:
-            self.fields["answer"] = label_field(label="The right label")
+            self.fields["answer"] = _label_field(labels, "The right label")
         self.fields["explanation"] = forms.CharField(required=False, max_length=500, label="Why (optional)")
 
     def item(self) -> dict[str, Any]:
         data = self.cleaned_data
-        config = self.quiz.task.typed_config
+        task, config = self.quiz.task, self.quiz.task.typed_config
         context = {n: data[f"context_{n}"] for n in config.context_fields}
-        target = lambda value: _answer(self.quiz.task, context, value)  # noqa: E731
+        judged = self.quiz.role == Quiz.Role.VALIDATOR
         return {"context": context, "input": {n: data[f"input_{n}"] for n in config.input_fields},
-                "answer": data["answer"] if self.quiz.role == Quiz.Role.VALIDATOR else target(data["answer"]),
-                "proposed": target(data["proposed"]) if "proposed" in data else None,
+                "answer": data["answer"] if judged else _answer(task, context, data["answer"]),
+                "proposed": _answer(task, context, data["proposed"]) if judged else None,
                 "explanation": data.get("explanation", "")}
+
+
+def _label_field(labels: list[str], label: str) -> forms.Field:
+    """A choice of the task's labels, or (QA) the answer text typed as it appears in the passage."""
+    if labels:
+        return forms.ChoiceField(choices=[(x, x) for x in labels], label=label)
+    return forms.CharField(label=label, help_text="the answer text, exactly as in the passage")
 
 
 def _answer(task: Task, context: dict, value: str) -> Any:

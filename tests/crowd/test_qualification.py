@@ -125,3 +125,31 @@ def test_appointing_an_unknown_account_says_so(crowd_task):
     page = client.post(f"/tasks/{crowd_task.slug}/console/crowd/members/",
                        {"username": "nobody", "role": "expert", "action": "appoint"}, follow=True)
     assert b"no account is called" in page.content
+
+
+def test_an_owner_writes_a_question_and_chooses_others_from_the_data(crowd_task):
+    from crowd import quizzes
+    from tests.factories import LabeledItemFactory
+
+    owner = UserFactory(username="quiz-owner")
+    crowd_task.owners.add(owner)
+    item = LabeledItemFactory(task=crowd_task, input={"text": "Dreadful service."}, target="negative")
+    decided = ExampleFactory(round=crowd_task.rounds.get(), consensus="rejected", validated_label="negative")
+    client = Client()
+    client.force_login(owner)
+    url = f"/tasks/{crowd_task.slug}/console/crowd/quiz/validator/"
+    written = client.post(url, {"form": "item", "context_prompt": "A prompt.", "input_text": "I adore rainy days.",
+                                "proposed": "negative", "answer": "incorrect"})
+    assert written.status_code == 302
+    client.post(url + "add/", {"labelled": [item.pk], "example": [decided.pk]})
+    questions = [(q.item.input["text"], q.item.proposed, q.item.answer)
+                 for q in quizzes.questions(quizzes.quiz_for(crowd_task, "validator"))]
+    assert questions == [("I adore rainy days.", "negative", "incorrect"), ("Dreadful service.", "negative", "correct"),
+                         (decided.input["text"], "positive", "incorrect")]
+    client.post(url, {"form": "settings", "pass_mark": "0.5", "max_attempts": "2", "active": "on"})
+    quiz = quizzes.quiz_for(crowd_task, "validator")
+    assert (quiz.pass_mark, quiz.max_attempts) == (0.5, 2)
+    page = client.get(url).content.decode()
+    assert "I adore rainy days." in page and "labelled item" in page
+    console = client.get(f"/tasks/{crowd_task.slug}/console/crowd/").content.decode()
+    assert 'data-role="validator"' in console and "active (pass mark 50.0%)" in console
