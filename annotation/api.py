@@ -8,18 +8,22 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.generics import ListAPIView
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation import jobs, scoring, services
+from annotation import feedback, jobs, scoring, services
 from annotation.models import Example
 from annotation.serializers import (
+    EXAMPLE_LINKS,
+    AppealSerializer,
     ContextSerializer,
     ExampleSerializer,
     ExplanationSerializer,
     InspirationSerializer,
+    MyExampleSerializer,
     ReasonSerializer,
     SandboxVerdictSerializer,
     SubmissionSerializer,
@@ -189,6 +193,47 @@ class WriterExplanationView(ExampleView):
         body.is_valid(raise_exception=True)
         text = body.validated_data["writer_explanation"]
         return Response(ExampleSerializer(services.explain(example, text)).data)
+
+
+class AppealView(ExampleView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(
+        summary="Appeal a rejection to an expert (once per example)",
+        description="Allowed while the example is rejected or flagged by the validators and was not appealed "
+                    "before; it then waits in the task's expert queue until an expert or owner decides.",
+        request=AppealSerializer, responses={200: ExampleSerializer, 400: None, 404: None, 409: None},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        example = self.get_example(pk, author_only=True)
+        body = AppealSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        return Response(ExampleSerializer(services.appeal(example, body.validated_data["reason"])).data)
+
+
+class MyExamplesView(ListAPIView):
+    """Paginated like every list (`count`, `next`, `previous`, `results`)."""
+
+    permission_classes = [IsAuthenticated]
+    serializer_class = MyExampleSerializer
+
+    def get_queryset(self):
+        slug = self.request.query_params.get("task")
+        return feedback.my_examples(self.request.user, visible_task(self.request.user, slug) if slug else None)
+
+    @extend_schema(
+        summary="Your examples, newest first: the model's verdict, the validation outcome, the corrected label, "
+                "flag reasons and whether you may appeal",
+        parameters=[OpenApiParameter("task", str, description="a task slug (all tasks when absent)")],
+    )
+    def get(self, request: Request, *args, **kwargs) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        data = [{**row, "links": example_links(row["id"])} for row in feedback.rows(page)]
+        return self.get_paginated_response(MyExampleSerializer(data, many=True).data)
+
+
+def example_links(pk: int) -> dict[str, str]:
+    return {name: reverse(route, args=[pk]) for name, route in EXAMPLE_LINKS.items()}
 
 
 class MyStatsView(APIView):

@@ -11,5 +11,7 @@ urlpatterns = [
     path("examples/<int:pk>/retract/", api.RetractView.as_view(), name="api-example-retract"),
     path("examples/<int:pk>/flag/", api.FlagView.as_view(), name="api-example-flag"),
     path("examples/<int:pk>/explanation/", api.WriterExplanationView.as_view(), name="api-example-explanation"),
+    path("examples/<int:pk>/appeal/", api.AppealView.as_view(), name="api-example-appeal"),
     path("me/stats/", api.MyStatsView.as_view(), name="api-my-stats"),
+    path("me/examples/", api.MyExamplesView.as_view(), name="api-my-examples"),
 ]

@@ -49,6 +49,10 @@ class Example(models.Model):
     flagged = models.BooleanField(default=False)
     flag_reason = models.TextField(blank=True, default="")
     writer_explanation = models.TextField(blank=True, default="", help_text="why the writer thinks the model was wrong")
+    # An appeal of a rejection to the experts (once per example); resolved by the next expert or owner vote.
+    appeal_reason = models.TextField(blank=True, default="", db_default="")  # db_default: raw-SQL loaders (bench)
+    appealed_at = models.DateTimeField(null=True, blank=True)
+    appeal_resolved_at = models.DateTimeField(null=True, blank=True)
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
     idempotency_key = models.CharField(max_length=100, null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)

@@ -107,7 +107,45 @@ EXAMPLE_LINKS = {
     "retract": "api-example-retract",
     "flag": "api-example-flag",
     "explanation": "api-example-explanation",
+    "appeal": "api-example-appeal",
 }
+
+
+class FlagReasonsSerializer(serializers.Serializer):
+    yours = serializers.CharField(allow_null=True, help_text="your own flag's reason")
+    validators = serializers.ListField(child=serializers.CharField(), help_text="validators' reasons (anonymous)")
+
+
+class AppealStateSerializer(serializers.Serializer):
+    allowed = serializers.BooleanField(help_text="you may appeal now (rejected or flagged, not appealed before)")
+    reason = serializers.CharField(allow_null=True)
+    appealed_at = serializers.DateTimeField(allow_null=True)
+    resolved_at = serializers.DateTimeField(allow_null=True, help_text="when an expert decided after your appeal")
+
+
+class MyExampleSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField()
+    task_name = serializers.CharField()
+    round = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    context = serializers.DictField(allow_null=True)
+    input = serializers.DictField()
+    target = serializers.JSONField()
+    scoring_state = serializers.CharField()
+    fooled = serializers.BooleanField(allow_null=True, help_text="the model's verdict: fooled or not")
+    model_prediction = serializers.JSONField(allow_null=True)
+    retracted = serializers.BooleanField()
+    consensus = serializers.ChoiceField(choices=Example.Consensus.choices, help_text="the validation outcome")
+    outcome = serializers.CharField(help_text="the validation outcome in words")
+    corrected_label = serializers.JSONField(allow_null=True, help_text="the label validators settled on, if they rejected yours")
+    flag_reasons = FlagReasonsSerializer()
+    appeal = AppealStateSerializer()
+    links = serializers.DictField(child=serializers.CharField())
+
+
+class AppealSerializer(StrictSerializer):
+    reason = serializers.CharField(allow_blank=True, trim_whitespace=False, help_text="why the rejection is wrong")
 
 
 class SandboxVerdictSerializer(serializers.Serializer):

@@ -12,11 +12,15 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
+from django.utils import timezone
 
 from annotation import jobs, scoring
+from annotation.duplicates import check_not_duplicate
+from annotation.feedback import APPEALABLE
 from annotation.models import Example
 from annotation.sampling import get_strategy
 from dynabench_site import errors
+from tasks import guidelines
 from tasks.kinds import InputError, TaskConfig
 from tasks.kinds.base import clean_text
 from tasks.models import Context, LabeledItem, Round, Task
@@ -146,12 +150,16 @@ def _check_key(key: Any) -> str | None:
 def submit(user, task: Task, sub: Submission) -> SubmitResult:
     """Save a writer's example (before any model is called) and enqueue its scoring after commit.
 
-    The same idempotency key from the same user returns the first example instead of a second one.
+    The same idempotency key from the same user returns the first example instead of a second one; the
+    same text on the same context without that key is a duplicate and refused (409). A writer who has not
+    acknowledged the task's current guidelines is asked to first (409).
     """
     key = _check_key(sub.idempotency_key)
     if key is not None and (first := _by_key(user, key)) is not None:
         return SubmitResult(first, created=False)
+    guidelines.check_acknowledged(user, task)
     clean = clean_submission(task, sub)
+    check_not_duplicate(user, task.pk, clean.context.pk if clean.context else None, clean.input)
     try:
         with transaction.atomic():
             example = Example.objects.create(
@@ -205,6 +213,23 @@ def retract(example: Example) -> Example:
 def flag(example: Example, reason: Any) -> Example:
     text = clean_text("reason", reason, MAX_REASON_CHARS)
     Example.objects.filter(pk=example.pk).update(flagged=True, flag_reason=text)
+    example.refresh_from_db()
+    return example
+
+
+def appeal(example: Example, reason: Any) -> Example:
+    """The writer asks an expert to look again at a rejection (rejected or flagged by the validators); once."""
+    text = clean_text("reason", reason, MAX_REASON_CHARS)
+    if example.appealed_at is not None:
+        raise Conflict("appeal", "you have already appealed this example; an expert decides it")
+    if example.retracted or example.consensus not in APPEALABLE:
+        state = "retracted" if example.retracted else example.get_consensus_display().lower()
+        raise Conflict("appeal", f"only a rejected or flagged example can be appealed; this one is {state}")
+    updated = Example.objects.filter(pk=example.pk, appealed_at__isnull=True).update(
+        appeal_reason=text, appealed_at=timezone.now()
+    )
+    if not updated:  # a second request raced the first
+        raise Conflict("appeal", "you have already appealed this example; an expert decides it")
     example.refresh_from_db()
     return example
 

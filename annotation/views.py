@@ -4,14 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.views.decorators.http import require_POST
 
-from annotation import services
+from annotation import feedback, services
+from annotation.models import Example
+from dynabench_site.pages import back_url, returns_to
 from tasks import roles
-from tasks.access import task_for
+from tasks.access import task_for, visible_task
 from tasks.models import Task
 
 
@@ -37,6 +43,7 @@ def api_urls(task: Task) -> dict[str, str]:
         "submit": reverse("api-example-create", args=[task.slug]),
         "inspiration": reverse("api-inspiration", args=[task.slug]),
         "my_stats": f"{reverse('api-my-stats')}?{urlencode({'task': task.slug})}",
+        "my_examples": f"{reverse('annotation-my-examples')}?{urlencode({'task': task.slug})}",
     }
 
 
@@ -64,3 +71,25 @@ def create(request, slug: str):
             "figures": services.writer_figures(request.user, task),
         },
     )
+
+
+@login_required
+def my_examples(request):
+    """The writer's own examples: the model's verdict, how validation went, and the appeal form."""
+    slug = request.GET.get("task", "")
+    task = visible_task(request.user, slug) if slug else None
+    page = Paginator(feedback.my_examples(request.user, task), 50).get_page(request.GET.get("page"))
+    return render(request, "annotation/my_examples.html",
+                  {"task": task, "page": page, "rows": feedback.rows(list(page.object_list))})
+
+
+@login_required
+@require_POST
+@returns_to("annotation-my-examples", say="Example {pk} not appealed: {error}")
+def appeal(request, pk: int):
+    example = get_object_or_404(Example.objects.select_related("round__task"), pk=pk)
+    if example.author_id != request.user.pk:
+        raise Http404("No example with this id.")
+    services.appeal(example, request.POST.get("reason", ""))
+    messages.success(request, f"Example {pk} was sent to an expert. You will see the decision here.")
+    return redirect(back_url(request, reverse("annotation-my-examples")))

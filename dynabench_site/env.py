@@ -94,6 +94,15 @@ def env_url(
     return value
 
 
+def env_rate(name: str, default: str, *, environ: Mapping[str, str] | None = None) -> str:
+    """A rate such as "5/hour" (a count per s, min, hour or day), as throttles read it."""
+    value = _raw(name, environ) or default
+    count, _, period = value.partition("/")
+    if not count.isdigit() or period not in {"s", "sec", "m", "min", "h", "hour", "d", "day"}:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a rate; use e.g. 5/hour (a count per s, min, hour or day)")
+    return value
+
+
 def env_path(name: str, default: Path, *, base: Path, environ: Mapping[str, str] | None = None) -> Path:
     value = _raw(name, environ)
     path = Path(value) if value is not None else default

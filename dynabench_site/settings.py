@@ -11,7 +11,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from dynabench_site.env import env_bool, env_choice, env_int, env_list, env_path, env_str, env_url
+from dynabench_site.env import env_bool, env_choice, env_int, env_list, env_path, env_rate, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var", base=BASE_DIR)
@@ -72,6 +72,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "accounts",
     "tasks",
     "annotation",
     "validation",
@@ -79,6 +80,7 @@ INSTALLED_APPS = [
     "hardness",
     "exports",
     "rounds",
+    "crowd",
 ]
 
 MIDDLEWARE = [
@@ -108,6 +110,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "tasks.context_processors.roles",
+                "crowd.context_processors.assignment",
             ]
         },
     }
@@ -158,6 +161,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
 }
 
+# Accounts created per address (accounts.throttles, counted in the cache): a brake on sock-puppet accounts.
+SIGNUP_RATE = env_rate("SIGNUP_RATE", "5/hour")
+# How long an external worker link stays valid unless its batch says otherwise (crowd.links).
+CROWD_LINK_HOURS = env_int("CROWD_LINK_HOURS", 72, minimum=1)
+
 # Throttle counters live in the cache: share one (Redis) between web processes when scaling out.
 CACHE_URL = env_url("CACHE_URL", None, ["redis", "rediss"])
 CACHES = {
@@ -194,6 +202,8 @@ CELERY_BEAT_SCHEDULE = {
     "score-pending": {"task": "annotation.score_pending", "schedule": 60.0},
     "purge-expired-leases": {"task": "validation.purge_expired_leases", "schedule": 300.0},
     "sync-validation-queue": {"task": "validation.sync_queue", "schedule": 600.0},
+    "refresh-reliability-labels": {"task": "validation.refresh_reliability", "schedule": 1800.0},
+    "derive-badges": {"task": "crowd.derive_badges", "schedule": 3600.0},
 }
 
 LOGGING = {

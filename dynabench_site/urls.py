@@ -24,4 +24,5 @@ urlpatterns = [
     path("", include("validation.urls")),
     path("", include("exports.urls")),
     path("", include("rounds.urls")),
+    path("", include("crowd.urls")),
 ]

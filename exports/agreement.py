@@ -46,7 +46,7 @@ def fleiss_kappa(items: Iterable[dict[str, int]]) -> Agreement:
 
 def _per_example(round: Round) -> Iterable[dict[str, int]]:
     rows = (
-        Validation.objects.filter(example__round=round)
+        Validation.objects.filter(example__round=round, counted=True)
         .order_by("example_id")
         .values_list("example_id", "verdict")
         .annotate(n=Count("id"))

@@ -22,6 +22,7 @@ from exports.card import CardInfo, Stats, render_card
 from exports.formats import get_format
 from exports.records import record_batches
 from tasks.models import Round
+from validation import reliability
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 HASH_CHUNK = 1 << 20
@@ -94,6 +95,7 @@ def write_bundle(
     work_dir: Path | None = None,
 ) -> BundleResult:
     splits.assign_splits(round)
+    reliability.refresh(round.task)  # the reliability-weighted labels, redone only if votes changed
     parts = [*splits.SPLITS, *([splits.EXCLUDED] if include_excluded else [])]
     with tempfile.TemporaryDirectory(prefix="bundle-", dir=work_dir) as tmp:
         folder = Path(tmp)

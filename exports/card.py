@@ -14,6 +14,7 @@ from annotation.models import Example
 from exports.agreement import round_agreement
 from exports.records import decoded
 from tasks.models import Round
+from validation.models import ReliabilityRun
 
 MAX_LABELS = 50
 
@@ -86,6 +87,7 @@ def render_card(info: CardInfo) -> str:
         "per_label": task.kind_impl.target_is_label,
         "figures": Example.objects.filter(round=info.round).figures(),
         "agreement": round_agreement(info.round),
+        "reliability_run": ReliabilityRun.objects.filter(task=task).first(),
         "models": sorted(info.stats.models),
         "first": info.stats.first,
         "last": info.stats.last,

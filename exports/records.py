@@ -39,6 +39,9 @@ COLUMNS: dict[str, str] = {
     "target": JSON,
     "validated_label": JSON,
     "label": STR,
+    "reliability_outcome": STR,
+    "reliability_label": JSON,
+    "reliability": FLOAT,
     "consensus": STR,
     "votes_correct": INT,
     "votes_incorrect": INT,
@@ -66,12 +69,15 @@ ROW_FIELDS = (
     "author_id",
     "created_at",
     "flagged",
+    "reliability__outcome",
+    "reliability__confidence",
 )
 JSON_SOURCES = {
     "context": "context__payload",
     "input": "input",
     "target": "target",
     "validated_label": "validated_label",
+    "reliability_label": "reliability__label",
     "ensemble_prediction": "ensemble_prediction",
     "model_predictions": "model_predictions",
     "model_versions": "model_versions",
@@ -150,6 +156,9 @@ class RecordBuilder:
             "target": raw["target"],
             "validated_label": raw["validated_label"],
             "label": self.label(raw["target"], raw["validated_label"]),
+            "reliability_outcome": row["reliability__outcome"],
+            "reliability_label": raw["reliability_label"],
+            "reliability": row["reliability__confidence"],
             "consensus": row["consensus"],
             "votes_correct": row["v_correct"],
             "votes_incorrect": row["v_incorrect"],
@@ -168,7 +177,7 @@ class RecordBuilder:
 def vote_count(verdict: str) -> Coalesce:
     """Votes with `verdict` on the row's example (an indexed subquery per row: cheaper than a join + GROUP BY)."""
     votes = (
-        Validation.objects.filter(example_id=OuterRef("pk"), verdict=verdict)
+        Validation.objects.filter(example_id=OuterRef("pk"), verdict=verdict, counted=True)
         .order_by()
         .values("example_id")
         .annotate(n=Count("id"))

@@ -19,6 +19,7 @@ from exports.formats import get_format
 from exports.models import DatasetSnapshot
 from exports.streaming import stream_file, stream_records, stream_zip_member
 from tasks.models import Round, Task
+from validation import reliability
 
 DEFAULT_FORMATS = ("jsonl", "csv", "parquet")
 
@@ -69,6 +70,7 @@ def live_file(round: Round, split: str, fmt_name: str) -> Download:
     except ValueError as exc:
         raise ExportError(str(exc)) from None
     splits.assign_splits(round)
+    reliability.refresh(round.task)
     chunks = stream_records(round.task, splits.in_split(round, split), fmt)
     return Download(chunks, f"{round.task.slug}-round{round.number}-live-{split}.{fmt.extension}", fmt.media_type)
 

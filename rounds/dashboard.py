@@ -11,6 +11,7 @@ from modelzoo.models import EnsembleScore
 from rounds.charts import Series, bar_chart, line_chart
 from rounds.datasets import dataset_label, test_sets
 from rounds.leaderboard import primary_metric
+from tasks import badges
 from tasks.models import Round, Task
 
 
@@ -61,7 +62,7 @@ def ensemble_matrix(task: Task) -> dict[str, Any]:
 
 
 def annotators(task: Task, limit: int = 20) -> list[dict[str, Any]]:
-    return Example.objects.filter(round__task=task).leaderboard()[:limit]
+    return badges.add_to(Example.objects.filter(round__task=task).leaderboard()[:limit], task)
 
 
 def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:

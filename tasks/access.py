@@ -35,8 +35,10 @@ def refusal(role: str) -> str:
 
 
 REFUSALS = {
-    roles.ANNOTATOR: "Only annotators may write examples.",
-    roles.VALIDATOR: "Only validators may validate examples.",
+    roles.ANNOTATOR: "Only annotators may write examples (where a task asks writers for a quiz, pass it on the "
+                     "task's page first).",
+    roles.VALIDATOR: "Only validators may validate examples: pass the task's validator quiz on its page, or ask "
+                     "its owners.",
     roles.EXPERT: "Only experts and task owners may do this.",
     roles.RESEARCHER: "Only researchers, task owners and admins may do this.",
     roles.OWNER: "Only the task's owners and admins may do this.",

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tasks.models import Context, LabeledItem, Round, Task
+from tasks.models import Context, Guidelines, LabeledItem, Round, Suspension, Task, TaskMembership
 
 
 class RoundInline(admin.TabularInline):
@@ -33,3 +33,21 @@ class ContextAdmin(admin.ModelAdmin):
 class LabeledItemAdmin(admin.ModelAdmin):
     list_display = ["id", "task", "collection", "split", "hardness_score", "seed_round"]
     list_filter = ["task", "collection", "split"]
+
+
+@admin.register(TaskMembership)
+class TaskMembershipAdmin(admin.ModelAdmin):
+    list_display = ["task", "user", "role", "source", "granted_at"]
+    list_filter = ["task", "role", "source"]
+    search_fields = ["user__username"]
+
+
+@admin.register(Suspension)
+class SuspensionAdmin(admin.ModelAdmin):
+    list_display = ["task", "user", "reason", "created_at", "lifted_at"]
+    list_filter = ["task"]
+
+
+@admin.register(Guidelines)
+class GuidelinesAdmin(admin.ModelAdmin):
+    list_display = ["task", "version", "created_at", "created_by"]

@@ -70,7 +70,8 @@ class TaskCreateForm(forms.Form):
 class SettingsForm(forms.Form):
     name = forms.CharField(max_length=200)
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
-                                   help_text="shown to writers and validators (Markdown)")
+                                   help_text="a short summary shown on the task page and above the write, validate and expert pages "
+                                             "(Markdown); the full guidelines have their own page")
     config = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}),
                              label="Settings (JSON)", help_text="every other setting of the task, checked by its kind")
 
@@ -92,6 +93,14 @@ class SettingsForm(forms.Form):
         except forms.ValidationError as exc:
             self.add_error("config", exc)
         return data
+
+
+class GuidelinesForm(forms.Form):
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 24}), label="Guidelines (Markdown)",
+        help_text="what a good example is, with worked examples; saving a change publishes a new version, "
+                  "which every writer and validator acknowledges before they continue",
+    )
 
 
 class ImportForm(forms.Form):

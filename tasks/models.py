@@ -183,3 +183,94 @@ class LabeledItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.collection}/{self.split}: {str(self.input)[:50]}"
+
+
+# --- the crowd on a task: roles granted per task, suspensions, guidelines ---------------------------
+
+
+class TaskMembership(models.Model):
+    """A role held on one task: passed its quiz, appointed by an owner, came through a worker link, or
+    given by the demo. `tasks.roles.has_role` consults it next to the global groups."""
+
+    class Role(models.TextChoices):
+        ANNOTATOR = "annotator", "Writer"
+        VALIDATOR = "validator", "Validator"
+        EXPERT = "expert", "Expert"
+
+    class Source(models.TextChoices):
+        QUIZ = "quiz", "Passed the quiz"
+        OWNER = "owner", "Appointed by an owner"
+        LINK = "link", "External worker link"
+        DEMO = "demo", "Demo account"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="task_memberships")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    source = models.CharField(max_length=10, choices=Source.choices)
+    granted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    granted_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "role", "user"]
+        constraints = [models.UniqueConstraint(fields=["task", "user", "role"], name="one_membership_per_role")]
+
+    def __str__(self) -> str:
+        return f"{self.user} is {self.role} on {self.task.slug} ({self.source})"
+
+
+class Suspension(models.Model):
+    """An account suspended from a task by its owner: it holds no role there while the row is active."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="suspensions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suspensions")
+    reason = models.CharField(max_length=500)
+    suspended_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    lifted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "user"], condition=Q(lifted_at__isnull=True), name="one_active_suspension"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} suspended from {self.task.slug}"
+
+
+class Guidelines(models.Model):
+    """One version of a task's guidelines (Markdown, with worked examples). Versions are kept; the
+    highest is current. Writers and validators acknowledge each new version before they continue."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="guidelines")
+    version = models.PositiveIntegerField()
+    text = models.TextField()
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "-version"]
+        constraints = [models.UniqueConstraint(fields=["task", "version"], name="guidelines_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.task.slug} guidelines v{self.version}"
+
+
+class GuidelinesAcknowledgement(models.Model):
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="+")
+    version = models.PositiveIntegerField()
+    acknowledged_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "task", "version"], name="one_acknowledgement_per_version")
+        ]

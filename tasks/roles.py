@@ -1,14 +1,20 @@
 """Personas and their roles.
 
-Global roles are Django groups (annotator, validator, expert, researcher); task ownership is the
-Task.owners relation; admins are staff or superusers. Every permission check goes through
-`has_role` (or `can_manage`, the owner rule it uses), so the rules live in one place and are tested as
-one allow/deny matrix.
+Global roles are Django groups (annotator, validator, expert, researcher), assigned by staff; roles on one
+task are `TaskMembership` rows (a passed quiz, an owner's appointment, a worker link, the demo); task
+ownership is the Task.owners relation; admins are staff or superusers. A suspension from a task takes
+every role there away. Every permission check goes through `has_role` (or `can_manage`, the owner rule it
+uses), so the rules live in one place and are tested as one allow/deny matrix.
+
+New sign-ups get only the global annotator role: they write where the task does not ask writers for a
+quiz, and validate a task only once they passed its validator quiz (or an owner appointed them).
 """
 
 from __future__ import annotations
 
 from django.contrib.auth.models import Group
+
+from tasks.models import Suspension, TaskMembership
 
 ANNOTATOR = "annotator"
 VALIDATOR = "validator"
@@ -18,8 +24,9 @@ OWNER = "owner"
 ADMIN = "admin"
 
 GROUP_ROLES = (ANNOTATOR, VALIDATOR, EXPERT, RESEARCHER)
-# What a new sign-up may do: write examples and validate other people's.
-SIGNUP_ROLES = (ANNOTATOR, VALIDATOR)
+TASK_ROLES = (ANNOTATOR, VALIDATOR, EXPERT)
+# What a new sign-up may do: write examples. Validating needs the task's quiz (or an owner's appointment).
+SIGNUP_ROLES = (ANNOTATOR,)
 
 
 def is_admin(user) -> bool:
@@ -44,23 +51,62 @@ def _in_group(user, role: str) -> bool:
     return role in cache
 
 
+def _grants(user) -> set[tuple[int, str]]:
+    """(task id, role) of every per-task grant, read once per user object."""
+    cache = getattr(user, "_grant_cache", None)
+    if cache is None:
+        cache = set(TaskMembership.objects.filter(user_id=user.pk).values_list("task_id", "role"))
+        user._grant_cache = cache
+    return cache
+
+
+def granted(user, task, role: str) -> bool:
+    return task is not None and (task.pk, role) in _grants(user)
+
+
+def is_suspended(user, task) -> bool:
+    if task is None or not user.is_authenticated:
+        return False
+    cache = getattr(user, "_suspension_cache", None)
+    if cache is None:
+        cache = set(Suspension.objects.filter(user_id=user.pk, lifted_at__isnull=True).values_list("task_id", flat=True))
+        user._suspension_cache = cache
+    return task.pk in cache
+
+
+def _qualified(user, role: str, task) -> bool:
+    """A writer or validator role: granted on the task, or held globally where the task asks no quiz."""
+    if granted(user, task, role):
+        return True
+    return _in_group(user, role) and (task is None or not task.typed_config.crowd.needs_quiz(role))
+
+
 def has_role(user, role: str, task=None) -> bool:
-    """Whether `user` acts as `role` (on `task`, for task-scoped roles)."""
+    """Whether `user` acts as `role` (on `task`, for task-scoped roles). Suspended from `task`: no role."""
     if not user.is_authenticated:
         return False
     if role == ADMIN:
         return is_admin(user)
+    if is_suspended(user, task):
+        return False
     if role == OWNER:
         return task is not None and can_manage(user, task)
     if role == EXPERT:
-        return _in_group(user, EXPERT) or (task is not None and can_manage(user, task)) or is_admin(user)
+        return (_in_group(user, EXPERT) or granted(user, task, EXPERT) or (task is not None and can_manage(user, task))
+                or is_admin(user))
     if role == VALIDATOR:
-        return _in_group(user, VALIDATOR) or has_role(user, EXPERT, task)
+        return _qualified(user, VALIDATOR, task) or has_role(user, EXPERT, task)
     if role == RESEARCHER:
         return _in_group(user, RESEARCHER) or (task is not None and can_manage(user, task)) or is_admin(user)
     if role == ANNOTATOR:
-        return _in_group(user, ANNOTATOR)
+        return _qualified(user, ANNOTATOR, task)
     raise ValueError(f"unknown role {role!r}")
+
+
+def forget(user) -> None:
+    """Drop the cached roles of this user object (after a grant, a revocation or a suspension)."""
+    for name in ("_role_cache", "_grant_cache", "_suspension_cache"):
+        user.__dict__.pop(name, None)
 
 
 def grant(user, *roles: str) -> None:
@@ -68,7 +114,24 @@ def grant(user, *roles: str) -> None:
         if role not in GROUP_ROLES:
             raise ValueError(f"{role!r} is not a global role; use Task.owners or is_staff")
         user.groups.add(Group.objects.get_or_create(name=role)[0])
-    user.__dict__.pop("_role_cache", None)
+    forget(user)
+
+
+def grant_on_task(user, task, role: str, source: str, by=None) -> TaskMembership:
+    """Give `user` `role` on `task` (idempotent: an existing grant keeps its first source)."""
+    if role not in TASK_ROLES:
+        raise ValueError(f"{role!r} is not a role held per task")
+    membership, _ = TaskMembership.objects.get_or_create(
+        task=task, user=user, role=role, defaults={"source": source, "granted_by": by}
+    )
+    forget(user)
+    return membership
+
+
+def revoke_on_task(user, task, role: str) -> int:
+    removed = TaskMembership.objects.filter(task=task, user=user, role=role).delete()[0]
+    forget(user)
+    return removed
 
 
 def role_names(user, task=None) -> set[str]:

@@ -12,10 +12,14 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
 
-from tasks import roles
+from accounts import services as accounts
+from accounts import throttles
+from dynabench_site.pages import back_url, returns_to
+from tasks import guidelines, roles
 from tasks.access import refusal, task_for, visible_tasks
-from tasks.forms import ImportForm, SettingsForm, SignupForm, TaskCreateForm
+from tasks.forms import GuidelinesForm, ImportForm, SettingsForm, SignupForm, TaskCreateForm
 from tasks.importing import ImportFailed, ImportSpec, import_lines
 from tasks.kinds import KINDS
 from tasks.services import create_task
@@ -35,14 +39,58 @@ def task_detail(request, slug: str):
 
 
 def signup(request):
+    """A new account writes examples at once (where the task asks no quiz); it validates a task only after
+    passing the task's validator quiz. The address it came from is kept for the sybil rule."""
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
+        ip = accounts.client_ip(request)
+        throttles.check_signup_allowed(ip)
         with transaction.atomic():
             user = form.save()
             roles.grant(user, *roles.SIGNUP_ROLES)
+            accounts.record_signup(user, ip)
+        throttles.count_signup(ip)
         login(request, user)
         return redirect("home")
     return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+# --- guidelines ----------------------------------------------------------------------------------
+
+
+def guidelines_page(request, slug: str):
+    task = task_for(request, slug)
+    context = {"task": task, "current": guidelines.current(task), "pending": guidelines.pending(request.user, task),
+               "next": request.GET.get("next", "")}
+    return render(request, "tasks/guidelines.html", context)
+
+
+@login_required
+@require_POST
+@returns_to("tasks-guidelines", "slug")
+def acknowledge_guidelines(request, slug: str):
+    task = task_for(request, slug)
+    version = request.POST.get("version", "")
+    guidelines.acknowledge(request.user, task, int(version) if version.isdigit() else 0)
+    messages.success(request, "Thank you: you have read the current guidelines.")
+    target = back_url(request, None)
+    return redirect(target) if target else redirect("task-detail", slug=slug)
+
+
+@login_required
+def guidelines_edit(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    latest = guidelines.current(task)
+    form = GuidelinesForm(request.POST or None, initial={"text": latest.text if latest else ""})
+    if request.method == "POST" and form.is_valid():
+        saved = guidelines.publish(task, form.cleaned_data["text"], by=request.user)
+        changed = latest is None or saved.version != latest.version
+        messages.success(request, f"Guidelines version {saved.version} published; workers acknowledge it before "
+                         "they continue." if changed else "Nothing changed: the guidelines stay as they were.")
+        return redirect("tasks-guidelines-edit", slug=task.slug)
+    versions = task.guidelines.select_related("created_by")
+    return render(request, "tasks/guidelines_edit.html", {"task": task, "form": form, "versions": versions},
+                  status=400 if form.errors else 200)
 
 
 # --- the owner's pages ---------------------------------------------------------------------------

@@ -88,7 +88,7 @@ class VoteView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         result = services.submit_vote(request.user, example, data["verdict"], data.get("label"), data.get("reason"))
-        return Response(vote_payload(result.validation, result.decision), status=status.HTTP_201_CREATED)
+        return Response(vote_payload(result.validation, result.decision, result.gold_answer), status=status.HTTP_201_CREATED)
 
 
 class TaskStatsView(TaskScopedMixin, APIView):

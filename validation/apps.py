@@ -5,4 +5,8 @@ class ValidationConfig(AppConfig):
     name = "validation"
 
     def ready(self) -> None:
-        from validation import signals  # noqa: F401  (connects the queue-row hook)
+        from annotation import feedback
+        from validation import services, signals  # noqa: F401  (signals connects the queue-row hook)
+
+        # Writers see validators' reasons on "My examples"; annotation cannot import validation, so we provide them.
+        feedback.provide_vote_reasons(services.vote_reasons)

@@ -22,6 +22,11 @@ class Validation(models.Model):
     label = models.JSONField(null=True, blank=True, help_text="the corrected label when the verdict is incorrect")
     reason = models.TextField(blank=True, default="")
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.CROWD)
+    # A vote stops counting when its validator is suspended from the task or falls below the task's gold
+    # accuracy; it is kept (for the record) but no consensus, figure or export counts it.
+    # db_default as well: rows written by raw SQL (the benchmarks' loaders) count.
+    counted = models.BooleanField(default=True, db_default=True)
+    excluded_reason = models.CharField(max_length=20, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -85,3 +90,69 @@ class Lease(models.Model):
 
     def __str__(self) -> str:
         return f"{self.validator} holds {self.example_id} until {self.expires_at:%H:%M:%S}"
+
+
+class GoldItem(models.Model):
+    """An example whose right verdict an owner vouched for, mixed unannounced into the validation queue.
+
+    A validator's answer on it is a `GoldAnswer`, not a vote: it never changes the example's consensus.
+    """
+
+    example = models.OneToOneField(
+        "annotation.Example", on_delete=models.CASCADE, primary_key=True, related_name="gold"
+    )
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="+")
+    verdict = models.CharField(max_length=10, choices=Validation.Verdict.choices)
+    label = models.JSONField(null=True, blank=True, help_text="the right label when the verdict is incorrect")
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["task", "active"])]
+
+    def __str__(self) -> str:
+        return f"gold {self.example_id}: {self.verdict}"
+
+
+class GoldAnswer(models.Model):
+    gold = models.ForeignKey(GoldItem, on_delete=models.CASCADE, related_name="answers")
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="+")
+    validator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="gold_answers")
+    verdict = models.CharField(max_length=10, choices=Validation.Verdict.choices)
+    label = models.JSONField(null=True, blank=True)
+    correct = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["gold", "validator"], name="one_gold_answer_per_validator")]
+        indexes = [models.Index(fields=["task", "validator"])]
+
+    def __str__(self) -> str:
+        return f"{self.validator} on gold {self.gold_id}: {'right' if self.correct else 'wrong'}"
+
+
+class ReliabilityLabel(models.Model):
+    """The reliability-weighted (Dawid-Skene) outcome of an example's crowd votes, next to the plain
+    consensus; derived by `validation.reliability.refresh`, never edited."""
+
+    example = models.OneToOneField(
+        "annotation.Example", on_delete=models.CASCADE, primary_key=True, related_name="reliability"
+    )
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="+")
+    outcome = models.CharField(max_length=10, choices=Validation.Verdict.choices)
+    label = models.JSONField(null=True, blank=True, help_text="the label the outcome implies (null when flagged)")
+    confidence = models.FloatField()
+
+    def __str__(self) -> str:
+        return f"{self.example_id}: {self.outcome} ({self.confidence:.2f})"
+
+
+class ReliabilityRun(models.Model):
+    """When a task's reliability labels were last derived, and from which votes (so they are redone only
+    when the votes changed)."""
+
+    task = models.OneToOneField("tasks.Task", on_delete=models.CASCADE, primary_key=True, related_name="+")
+    votes_key = models.CharField(max_length=64)
+    computed_at = models.DateTimeField()
+    validators = models.JSONField(default=dict, help_text="validator id -> estimated accuracy")

@@ -1,7 +1,11 @@
 """The validation queue: which example a validator gets next, and why there is none.
 
 The rules, in one place:
-- never the validator's own example, never one they already validated, never a retracted one;
+- never the validator's own example, never one written by an account linked to theirs (the same sign-up
+  address or external worker id: the sybil rule, `linked_authors`), never one they already validated,
+  never a retracted one;
+- a validator whose accuracy on gold items fell below the task's threshold gets nothing (`gold`);
+- now and then (the task's `gold_rate`) a crowd validator is served a gold item instead, unannounced;
 - only examples in the task's scope (fooling examples, or all scored ones) whose consensus is open;
 - order: fooled first, then fewest crowd votes so far, then oldest;
 - a claim leases the example to the validator for `lease_seconds`; an example is leased to no more
@@ -12,6 +16,7 @@ The rules, in one place:
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -20,11 +25,13 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, 
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from accounts.services import linked_user_ids
 from annotation.models import Example
+from tasks import roles
 from tasks.kinds.base import ValidationSettings
 from tasks.models import Round, Task
-from validation import consensus
-from validation.models import Lease, QueueItem, Validation
+from validation import consensus, gold
+from validation.models import GoldAnswer, GoldItem, Lease, QueueItem, Validation
 
 BATCH = 10
 MAX_PASSES = 4
@@ -35,14 +42,17 @@ ALL_VALIDATED = "all_validated"
 ONLY_OWN = "only_own"
 ALREADY_VOTED = "already_voted"
 ALL_LEASED = "all_leased"
+LOW_ACCURACY = "low_accuracy"
 
 REASONS = {
     NOTHING_WRITTEN: "Nothing to validate has been written yet (or it is still being scored).",
     ROUND_CLOSED: "The round is closed, and this task does not validate examples of closed rounds.",
     ALL_VALIDATED: "Everything has been validated. Thank you!",
-    ONLY_OWN: "Only your own examples are left, and nobody validates their own examples.",
+    ONLY_OWN: "Only your own examples (or those of accounts linked to yours) are left, and nobody validates those.",
     ALREADY_VOTED: "You have validated every example that is left; the rest need votes from other validators.",
     ALL_LEASED: "Every example left is being validated by someone else right now; try again in a minute.",
+    LOW_ACCURACY: "Your answers on this task's check items fell below its accuracy threshold, so it sends you no "
+                  "more items and your votes no longer count. The task's owners can see this.",
 }
 
 
@@ -61,15 +71,23 @@ def claim_next(task: Task, user, now: datetime | None = None) -> Claim:
     """Lease the next example to `user`, or say why there is none."""
     now = now or timezone.now()
     rule = task.typed_config.validation
+    crowd = is_crowd(task, user)
+    if crowd and gold.is_blocked(task, user):
+        return Claim(None, reason=LOW_ACCURACY)
     refresh_unscored(task)
     held = current_lease(task, user, rule, now)
     if held is not None:
         return held
     tried: set[int] = set()
-    for _ in range(MAX_PASSES):
+    for attempt in range(MAX_PASSES):
         found = candidates(task, user, rule, now, exclude=tried)
         if not found:
             break
+        # Gold only while real items wait, so an otherwise empty queue never hands out gold alone.
+        if attempt == 0 and crowd and random.random() < task.typed_config.crowd.gold_rate:
+            served = claim_gold(task, user, rule, now)
+            if served is not None:
+                return served
         for example in found:
             expires = try_claim(example.pk, user, rule, now)
             if expires is not None:
@@ -82,10 +100,25 @@ def scope_filter(rule: ValidationSettings) -> Q:
     return Q(fooled=True) if rule.scope == "fooling" else Q(fooled__isnull=False)
 
 
-def open_items(task: Task, rule: ValidationSettings) -> QuerySet[QueueItem]:
+def is_crowd(task: Task, user) -> bool:
+    """A crowd validator (experts' and owners' votes override instead; they are never served gold)."""
+    return not roles.has_role(user, roles.EXPERT, task)
+
+
+def linked_authors(task: Task, user) -> QuerySet:
+    """Accounts whose examples `user` never validates: those sharing their external worker id, and their
+    sign-up address unless the task turned that comparison off."""
+    return linked_user_ids(user, by_ip=task.typed_config.crowd.same_ip_rule)
+
+
+def open_items(task: Task, rule: ValidationSettings, for_user=None) -> QuerySet[QueueItem]:
+    """Queue rows open for votes; with `for_user`, only those that user may be offered (not their own,
+    not written by an account linked to theirs)."""
     items = QueueItem.objects.filter(Q(task=task, open=True) & scope_filter(rule))
     if not rule.continue_after_close:
         items = items.filter(round__status=Round.Status.OPEN)
+    if for_user is not None:
+        items = items.exclude(example__author=for_user).exclude(example__author__in=linked_authors(task, for_user))
     return items
 
 
@@ -104,8 +137,7 @@ def held_by_others(user, now: datetime) -> Subquery:
 def candidates(task: Task, user, rule: ValidationSettings, now: datetime, exclude: set[int]) -> list[Example]:
     """Up to BATCH examples in queue order; stale queue rows met on the way are repaired."""
     items = list(
-        open_items(task, rule)
-        .exclude(example__author=user)
+        open_items(task, rule, for_user=user)
         .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
         .exclude(example__in=exclude)
         .annotate(held=held_by_others(user, now))
@@ -138,6 +170,34 @@ def try_claim(example_id: int, user, rule: ValidationSettings, now: datetime) ->
         return expires
 
 
+def claim_gold(task: Task, user, rule: ValidationSettings, now: datetime) -> Claim | None:
+    """Lease a gold item `user` has not answered (nor validated before it became gold), if any."""
+    example = next_gold(task, user)
+    if example is None:
+        return None
+    expires = now + timedelta(seconds=rule.lease_seconds)
+    Lease.objects.bulk_create(
+        [Lease(example_id=example.pk, validator=user, expires_at=expires)],
+        update_conflicts=True, unique_fields=["example", "validator"], update_fields=["expires_at"],
+    )
+    return Claim(example, expires)
+
+
+def unanswered_gold(task: Task, user) -> QuerySet[GoldItem]:
+    return (
+        GoldItem.objects.filter(task=task, active=True, example__retracted=False)
+        .exclude(example__author=user)
+        .exclude(example__author__in=linked_authors(task, user))
+        .exclude(Exists(GoldAnswer.objects.filter(gold=OuterRef("pk"), validator=user)))
+        .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
+    )
+
+
+def next_gold(task: Task, user) -> Example | None:
+    item = unanswered_gold(task, user).select_related("example__context", "example__round__task").order_by("?").first()
+    return item.example if item is not None else None
+
+
 def relaxed_commit() -> None:
     """A lease is ephemeral (a crash only frees the item early), so its commit need not wait for the disk."""
     if connection.vendor == "postgresql":
@@ -162,7 +222,8 @@ def current_lease(task: Task, user, rule: ValidationSettings, now: datetime) -> 
     held = Lease.objects.filter(validator=user, expires_at__gt=now, example__round__task=task)
     for lease in held.order_by("created_at"):  # usually none: a vote releases the lease
         example = Example.objects.select_related("round__task", "context").get(pk=lease.example_id)
-        item = open_items(task, rule).filter(pk=example.pk).exists()
+        item = open_items(task, rule, for_user=user).filter(pk=example.pk).exists()
+        item = item or unanswered_gold(task, user).filter(example=example).exists()
         voted = Validation.objects.filter(example=example, validator=user).exists()
         if item and not voted and not example.retracted:
             lease.expires_at = now + timedelta(seconds=rule.lease_seconds)
@@ -194,7 +255,7 @@ def empty_reason(task: Task, user, rule: ValidationSettings) -> str:
         waiting = waiting.filter(round__status=Round.Status.OPEN)
     if not waiting.exists():
         return ALL_VALIDATED
-    others = waiting.exclude(author=user)
+    others = waiting.exclude(author=user).exclude(author__in=linked_authors(task, user))
     if not others.exists():
         return ONLY_OWN
     if not others.exclude(Exists(Validation.objects.filter(example=OuterRef("pk"), validator=user))).exists():
@@ -229,11 +290,11 @@ def item_state(example: Example, votes: list[consensus.Vote], rule: ValidationSe
 
 
 def votes_and_voters(example_id: int) -> tuple[list[consensus.Vote], set[int]]:
-    """The example's votes in the order they were cast, and who cast them."""
+    """The example's votes that count, in the order they were cast, and who cast any vote on it."""
     rows = Validation.objects.filter(example_id=example_id).order_by("id")
-    rows = rows.values_list("verdict", "label", "mode", "validator_id")
-    votes = [consensus.Vote(v, label, mode != Validation.Mode.CROWD) for v, label, mode, _ in rows]
-    return votes, {voter for *_, voter in rows}
+    rows = rows.values_list("verdict", "label", "mode", "validator_id", "counted")
+    votes = [consensus.Vote(v, label, mode != Validation.Mode.CROWD) for v, label, mode, _, counted in rows if counted]
+    return votes, {voter for _, _, _, voter, _ in rows}
 
 
 def votes_of(example_id: int) -> list[consensus.Vote]:

@@ -7,7 +7,7 @@ from rest_framework import serializers
 from annotation.models import Example
 from tasks.models import Task
 from validation.consensus import Decision
-from validation.models import Validation
+from validation.models import GoldAnswer, Validation
 
 
 class VoteInputSerializer(serializers.Serializer):
@@ -98,9 +98,16 @@ class RoundStatsSerializer(ScopeStatsSerializer):
     status = serializers.CharField()
 
 
+class BadgeSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    name = serializers.CharField()
+    description = serializers.CharField()
+
+
 class AnnotatorStatsSerializer(RateSerializer):
     rank = serializers.IntegerField()
     username = serializers.CharField()
+    badges = BadgeSerializer(many=True, help_text="badges held on this task (derived periodically from the data)")
 
 
 class ValidatorStatsSerializer(serializers.Serializer):
@@ -136,7 +143,15 @@ def item_payload(example: Example, expires_at, validate_url: str) -> dict[str, A
     }
 
 
-def vote_payload(validation: Validation, decision: Decision) -> dict[str, Any]:
+def vote_payload(validation: Validation | None, decision: Decision, gold_answer: GoldAnswer | None = None) -> dict[str, Any]:
+    """A vote as the API answers it. An answer on a gold item has the same shape (the crowd is not told
+    beforehand which items are gold; afterwards the example's consensus is the true one)."""
+    if validation is None and gold_answer is not None:
+        return {
+            "id": gold_answer.pk, "example": gold_answer.gold_id, "verdict": gold_answer.verdict,
+            "label": gold_answer.label, "reason": "", "mode": Validation.Mode.CROWD,
+            "consensus": decision.state, "validated_label": decision.label,
+        }
     return {
         "id": validation.pk,
         "example": validation.example_id,

@@ -1,6 +1,7 @@
-"""Use cases of validation: cast a vote (crowd or override) and keep the consensus in step.
+"""Use cases of validation: cast a vote (crowd or override) and keep the consensus in step; answer a gold
+item; withdraw a validator's votes (suspension, low gold accuracy).
 
-The consensus is derived state: every vote recomputes it from all votes of the example, and the
+The consensus is derived state: every vote recomputes it from all counted votes of the example, and the
 example's `consensus` / `validated_label` and its queue row are written in the same transaction.
 """
 
@@ -12,17 +13,22 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.services import are_linked
 from annotation.models import Example
 from dynabench_site.errors import DomainError
-from tasks import roles
+from tasks import guidelines, roles
+from tasks.access import refusal
 from tasks.kinds import InputError
 from tasks.kinds.base import clean_text
 from tasks.models import Round, Task
-from validation import consensus, queue
-from validation.models import Lease, QueueItem, Validation
+from validation import consensus, gold, queue
+from validation.models import GoldAnswer, GoldItem, Lease, QueueItem, Validation
 
 MAX_REASON_CHARS = 1000
 VERDICTS = [choice.value for choice in Validation.Verdict]
+# Why a vote stopped counting (Validation.excluded_reason).
+SUSPENDED = "suspended"
+LOW_ACCURACY = "gold_accuracy"
 
 
 class VoteError(DomainError):
@@ -44,8 +50,12 @@ class CleanVote:
 
 @dataclass(frozen=True)
 class VoteResult:
-    validation: Validation
+    """A vote and the example's consensus after it. An answer on a gold item is kept as `gold_answer`
+    instead of a vote (`validation` is None): it never moves the consensus."""
+
+    validation: Validation | None
     decision: consensus.Decision
+    gold_answer: GoldAnswer | None = None
 
 
 def vote_mode(user, task: Task) -> str:
@@ -89,19 +99,37 @@ def corrected_label(example: Example, label: Any) -> Any:
 
 
 def check_allowed(user, example: Example) -> str:
-    """The vote mode for `user` on `example`, or VoteError(403)."""
+    """The vote mode for `user` on `example`, or VoteError(403), or GuidelinesNotAcknowledged (409).
+
+    Nobody validates their own example; a crowd validator never validates an example written by an account
+    linked to theirs (same sign-up address or external worker id), nor votes once their gold accuracy fell
+    below the task's threshold.
+    """
     task = example.round.task
+    if roles.is_suspended(user, task):
+        raise VoteError(403, "suspended", "Your account is suspended from this task.")
     if not roles.has_role(user, roles.VALIDATOR, task):
-        raise VoteError(403, "not_validator", "Only validators may validate examples.")
+        raise VoteError(403, "not_validator", refusal(roles.VALIDATOR))
     if example.author_id == user.pk:
         raise VoteError(403, "own_example", "You cannot validate your own example.")
-    return vote_mode(user, task)
+    mode = vote_mode(user, task)
+    if mode == Validation.Mode.CROWD:
+        if are_linked(user, example.author_id, by_ip=task.typed_config.crowd.same_ip_rule):
+            raise VoteError(403, "linked_account", "You cannot validate examples written by an account linked to "
+                            "yours (the same sign-up address or worker id).")
+        if gold.is_blocked(task, user):
+            raise VoteError(403, "low_accuracy", queue.REASONS[queue.LOW_ACCURACY])
+    guidelines.check_acknowledged(user, task)
+    return mode
 
 
 def submit_vote(user, example: Example, verdict: Any, label: Any = None, reason: Any = None) -> VoteResult:
-    """Record `user`'s vote on `example` and recompute its consensus, all in one transaction."""
+    """Record `user`'s vote on `example` and recompute its consensus, all in one transaction (or, on a gold
+    item served to a crowd validator, keep their answer and check their accuracy)."""
     mode = check_allowed(user, example)
     vote = clean_vote(example, verdict, label, reason)
+    if mode == Validation.Mode.CROWD and (item := served_gold(user, example)) is not None:
+        return answer_gold(user, example, item, vote)
     ensure_queue_item(example)
     try:
         with transaction.atomic():
@@ -123,7 +151,62 @@ def _vote_locked(user, example_id: int, vote: CleanVote, mode: str) -> VoteResul
         example=example, validator=user, verdict=vote.verdict, label=vote.label, reason=vote.reason, mode=mode
     )
     queue.release(example_id, user)
+    if mode != Validation.Mode.CROWD and example.appealed_at and not example.appeal_resolved_at:
+        Example.objects.filter(pk=example_id).update(appeal_resolved_at=timezone.now())
     return VoteResult(validation, apply_consensus(example, rule))
+
+
+def served_gold(user, example: Example) -> GoldItem | None:
+    """The gold item behind `example` if the queue served it to `user` (a lease, even an expired one): a gold
+    item is never answered by guessing its id; to anyone else it is a decided example like any other."""
+    if not Lease.objects.filter(example=example, validator=user).exists():
+        return None
+    return gold.active_gold(example)
+
+
+def answer_gold(user, example: Example, item: GoldItem, vote: CleanVote) -> VoteResult:
+    """Keep a crowd validator's answer on a gold item; if it leaves them below the task's accuracy
+    threshold, their votes on the task stop counting at once."""
+    if Validation.objects.filter(example=example, validator=user).exists():
+        raise VoteError(409, "already_validated", "You have already validated this example.")
+    try:
+        with transaction.atomic():
+            answer = gold.record_answer(user, item, vote.verdict, vote.label)
+    except IntegrityError:
+        raise VoteError(409, "already_validated", "You have already validated this example.") from None
+    queue.release(example.pk, user)
+    task = example.round.task
+    if gold.is_blocked(task, user):
+        withdraw_votes(task, user, LOW_ACCURACY)
+    decision = consensus.Decision(example.consensus, example.validated_label)
+    return VoteResult(None, decision, gold_answer=answer)
+
+
+def withdraw_votes(task: Task, user, reason: str) -> int:
+    """Stop counting `user`'s crowd votes on the task's examples and recompute the consensus of each: what
+    their votes decided opens again (unless an expert or owner decided it). Returns the examples touched."""
+    votes = Validation.objects.filter(validator=user, example__round__task=task, mode=Validation.Mode.CROWD,
+                                      counted=True)
+    with transaction.atomic():
+        example_ids = list(votes.values_list("example_id", flat=True))
+        votes.update(counted=False, excluded_reason=reason)
+        Lease.objects.filter(validator=user, example__round__task=task).delete()
+    rule = task.typed_config.validation
+    for example_id in example_ids:
+        with transaction.atomic():
+            QueueItem.objects.select_for_update().filter(pk=example_id).first()
+            example = Example.objects.select_related("round__task").get(pk=example_id)
+            apply_consensus(example, rule)
+    return len(example_ids)
+
+
+def vote_reasons(example_ids: list[int]) -> dict[int, list[str]]:
+    """The reasons validators gave on these examples (counted votes; anonymous), for the writer's feedback."""
+    found: dict[int, list[str]] = {}
+    rows = Validation.objects.filter(example_id__in=example_ids, counted=True).exclude(reason="").order_by("id")
+    for example_id, reason in rows.values_list("example_id", "reason"):
+        found.setdefault(example_id, []).append(reason)
+    return found
 
 
 def check_crowd_vote(user, example: Example, item: QueueItem, rule) -> None:

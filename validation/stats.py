@@ -12,6 +12,7 @@ from django.db.models import QuerySet
 
 from annotation.managers import rate
 from annotation.models import Example
+from tasks import badges
 from tasks.models import Task
 from validation.consensus import FLAGGED, REJECTED, VERIFIED, outcome_key
 from validation.models import Validation
@@ -54,7 +55,7 @@ def krippendorff_alpha(units: Iterable[Sequence[Hashable]]) -> float | None:
 
 
 def crowd_votes(examples: QuerySet[Example]) -> QuerySet[Validation]:
-    return Validation.objects.filter(example__in=examples, mode=Validation.Mode.CROWD)
+    return Validation.objects.filter(example__in=examples, mode=Validation.Mode.CROWD, counted=True)
 
 
 def agreement(examples: QuerySet[Example]) -> dict[str, Any]:
@@ -106,6 +107,6 @@ def task_stats(task: Task) -> dict[str, Any]:
         "task": task.slug,
         "overall": {**figures(examples), "agreement": agreement(examples)},
         "rounds": rounds,
-        "annotators": annotators(examples),
+        "annotators": badges.add_to(annotators(examples), task),
         "validators": validators(examples),
     }

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Exists, OuterRef, Prefetch, QuerySet
+from django.db.models import BooleanField, Case, Exists, F, OuterRef, Prefetch, Q, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,7 +20,12 @@ from tasks.models import Task
 from validation import services, stats
 from validation.models import Validation
 
-SHOW = {"all": ["disputed", "flagged"], "disagreements": ["disputed"], "flags": ["flagged"]}
+# What lands in the expert queue: disputed consensus, anything flagged (by the validators' consensus, by the
+# writer, or by one validator's vote) and writers' appeals of a rejection.
+DISPUTED = Q(consensus=Example.Consensus.DISPUTED)
+FLAGS = Q(consensus=Example.Consensus.FLAGGED) | Q(flagged=True) | Q(has_flag_vote=True)
+APPEALS = Q(appealed_at__isnull=False)
+SHOW = {"all": DISPUTED | FLAGS | APPEALS, "disagreements": DISPUTED, "flags": FLAGS, "appeals": APPEALS}
 
 
 @login_required
@@ -31,11 +36,16 @@ def validate(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 def review_queryset(task: Task, params: dict[str, str]) -> QuerySet[Example]:
-    """Disputed and flagged examples of a task, filtered by the expert page's parameters."""
-    states = SHOW.get(params.get("show", "all"), SHOW["all"])
+    """The task's expert queue (disputed, flagged, appealed), filtered by the expert page's parameters.
+    Resolved: an expert or owner voted (after the appeal, for an appealed example)."""
+    wanted = SHOW.get(params.get("show", "all"), SHOW["all"])
     overridden = Validation.objects.filter(example=OuterRef("pk")).exclude(mode=Validation.Mode.CROWD)
-    examples = Example.objects.filter(round__task=task, retracted=False, consensus__in=states)
-    examples = examples.annotate(resolved=Exists(overridden))
+    flag_votes = Validation.objects.filter(example=OuterRef("pk"), verdict=Validation.Verdict.FLAGGED, counted=True)
+    examples = Example.objects.filter(round__task=task, retracted=False)
+    examples = examples.annotate(has_flag_vote=Exists(flag_votes), overridden=Exists(overridden)).filter(wanted)
+    appeal_open = Q(appealed_at__isnull=False, appeal_resolved_at__isnull=True)
+    examples = examples.annotate(resolved=Case(When(appeal_open, then=Value(False)), default=F("overridden"),
+                                               output_field=BooleanField()))
     if params.get("resolved") != "1":
         examples = examples.filter(resolved=False)
     if params.get("round", "").isdigit():
@@ -48,6 +58,7 @@ def review_queryset(task: Task, params: dict[str, str]) -> QuerySet[Example]:
 def expert(request: HttpRequest, slug: str) -> HttpResponse:
     task = task_for(request, slug, roles.EXPERT)
     params = {k: request.GET.get(k, "") for k in ("show", "round", "resolved")}
+    params["show"] = params["show"] if params["show"] in SHOW else "all"
     examples = list(review_queryset(task, params)[:200])
     return render(request, "validation/expert.html", {
         "task": task, "config": task.typed_config, "examples": examples, "params": params,

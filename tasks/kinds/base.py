@@ -69,6 +69,38 @@ class DynascoreWeights(_Strict):
     fairness: float = Field(0, ge=0)
 
 
+class PaySettings(_Strict):
+    """The rates of the pay report (crowd.pay): a bonus per example, per verified fooling example and per
+    validation, in `currency`."""
+
+    currency: str = Field("USD", min_length=1, max_length=8)
+    per_example: float = Field(0.0, ge=0)
+    per_verified_fooling: float = Field(0.5, ge=0)
+    per_validation: float = Field(0.02, ge=0)
+
+
+class CrowdSettings(_Strict):
+    """Who qualifies, how validators are checked, and what the crowd is paid (docs/crowd.md)."""
+
+    # A role that needs the quiz is held on this task only by those who passed it (or whom an owner
+    # appointed); holding the global role is then not enough. New sign-ups never hold the validator role
+    # globally, so they validate a task only after passing its validator quiz either way.
+    writers_need_quiz: bool = False
+    validators_need_quiz: bool = False
+    # Gold items: the share of served items that are gold, and the accuracy a validator must keep once
+    # they answered `gold_min_answers` of them (below it: no more items, their votes stop counting).
+    gold_rate: float = Field(0.1, ge=0, le=1)
+    gold_min_answers: int = Field(4, ge=1, le=1000)
+    gold_min_accuracy: float = Field(0.7, ge=0, le=1)
+    # The sybil rule always compares external worker ids; comparing sign-up addresses can be turned off
+    # for a crowd behind one address (a lab, a classroom).
+    same_ip_rule: bool = True
+    pay: PaySettings = Field(default_factory=PaySettings)
+
+    def needs_quiz(self, role: str) -> bool:
+        return {"annotator": self.writers_need_quiz, "validator": self.validators_need_quiz}.get(role, False)
+
+
 class TaskConfig(_Strict):
     """Settings common to all kinds; kinds subclass it."""
 
@@ -82,6 +114,7 @@ class TaskConfig(_Strict):
     splits: SplitSettings = Field(default_factory=SplitSettings)
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
     dynascore: DynascoreWeights = Field(default_factory=DynascoreWeights)
+    crowd: CrowdSettings = Field(default_factory=CrowdSettings)
 
     @field_validator("context_fields", "input_fields")
     @classmethod

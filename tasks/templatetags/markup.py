@@ -15,3 +15,13 @@ def markdown(text: str) -> str:
 @register.filter
 def percent(value) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
+
+
+@register.filter
+def answer_text(value) -> str:
+    """A label or an answer as people read it: a class name, or the text of a QA answer."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, dict):
+        return str(value.get("label", value.get("text", value)))
+    return str(value)

@@ -108,3 +108,38 @@ def test_create_page_shows_the_context_and_one_choice_per_label(world, client):
     html = client.get(f"/tasks/{task.slug}/create/").content.decode()
     assert context.payload["prompt"] in html
     assert html.count('name="target"') == 3 and 'id="my-collected"' in html
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_my_examples_api_is_for_any_signed_in_account(world, persona):
+    _, round, _, people = world
+    ExampleFactory(round=round, author=people.annotator)
+    response = client_as(people, persona).get("/api/me/examples/")
+    assert response.status_code in (DENIED if persona == "anonymous" else {200}), persona
+    if persona != "anonymous":
+        assert response.json()["count"] == (1 if persona == "annotator" else 0)
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_only_the_author_appeals(world, persona):
+    _, round, _, people = world
+    example = ExampleFactory(round=round, author=people.annotator, consensus="rejected", validated_label="negative")
+    response = client_as(people, persona).post(f"/api/examples/{example.pk}/appeal/", {"reason": "wrong"}, format="json")
+    expected = {"annotator": {200}, "anonymous": DENIED}.get(persona, {404})
+    assert response.status_code in expected, (persona, response.content)
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_my_examples_page_and_its_appeal_form(world, persona):
+    from django.test import Client
+
+    _, round, _, people = world
+    example = ExampleFactory(round=round, author=people.annotator, consensus="rejected", validated_label="negative")
+    client = Client()
+    if (user := people.get(persona)) is not None:
+        client.force_login(user)
+    assert client.get("/me/examples/").status_code == (302 if persona == "anonymous" else 200)
+    appeal = client.post(f"/me/examples/{example.pk}/appeal/", {"reason": "wrong"})
+    assert appeal.status_code == {"annotator": 302, "anonymous": 302}.get(persona, 404), persona
+    example.refresh_from_db()
+    assert (example.appealed_at is not None) is (persona == "annotator")

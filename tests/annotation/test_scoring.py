@@ -12,6 +12,7 @@ from annotation.models import Example
 from modelzoo.serving import reset_backends
 from modelzoo.serving.torchserve import TorchServeClient, TorchServeError
 from tests.annotation.conftest import nli_body, qa_body, sentiment_body
+from tests.factories import ContextFactory
 
 # on_commit must fire for the scoring job to run, so these tests commit for real.
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -93,8 +94,9 @@ def test_qa_example_is_scored_against_the_highlighted_answer(writer_api, qa, dep
 def test_fooled_is_decided_from_the_stored_prediction(writer_api, sentiment, deploy):
     task, round, context = sentiment
     deploy(round)
-    for label in ("positive", "negative", "neutral"):
-        post(writer_api, task, sentiment_body(context, target=label))
+    for label in ("positive", "negative", "neutral"):  # the same text on three contexts (the model reads no context)
+        shown = ContextFactory(task=task, round=round, payload={"prompt": f"A prompt for {label}."})
+        post(writer_api, task, sentiment_body(shown, target=label))
     for example in Example.objects.all():
         assert example.fooled == (example.ensemble_prediction["label"] != example.target)
     assert Example.objects.filter(fooled=False).count() == 1  # the model agrees with exactly one target

@@ -52,9 +52,10 @@ def test_idempotency_keys_are_per_author(writer_api, sentiment, client):
 
 
 def test_without_a_key_each_submission_is_a_new_example(writer_api, sentiment):
+    """Each different text is a new example (the same text again is a duplicate: tests/annotation/test_duplicates.py)."""
     task, _, context = sentiment
     post(writer_api, task, sentiment_body(context))
-    post(writer_api, task, sentiment_body(context))
+    post(writer_api, task, sentiment_body(context, input={"text": "A second, different sentence."}))
     assert Example.objects.count() == 2
 
 
@@ -72,8 +73,8 @@ def test_the_example_is_saved_pending_before_any_model_is_called(writer_api, sen
 def test_submissions_over_the_task_rate_get_429_with_retry_after(writer_api):
     task, _, context = make_task("sentiment", slug="slow-task", config={"submission_rate": "2/min"})
     assert post(writer_api, task, sentiment_body(context)).status_code == 202
-    assert post(writer_api, task, sentiment_body(context)).status_code == 202
-    refused = post(writer_api, task, sentiment_body(context))
+    assert post(writer_api, task, sentiment_body(context, input={"text": "Another one."})).status_code == 202
+    refused = post(writer_api, task, sentiment_body(context, input={"text": "And a third."}))
     assert refused.status_code == 429
     assert 0 < int(refused["Retry-After"]) <= 60
     assert Example.objects.count() == 2

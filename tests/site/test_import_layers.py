@@ -2,11 +2,13 @@
 
 Layers, bottom to top:
     dynabench_site kernel (errors, env, jobs, celery, settings)  — imports no app
-    tasks                          — tasks, rounds-as-data, kinds, roles
+    accounts                       — where an account came from (sign-up address, external worker id)
+    tasks                          — tasks, rounds-as-data, kinds, roles (global and per task), guidelines
     modelzoo                       — models, serving, training; receives ready labelled sets
     hardness                       — Hard-Bench scores and seeding, on top of the model zoo
     annotation, validation         — the collection flow (validation never calls a model)
-    exports                        — round datasets, the one owner of splits
+    exports, crowd                 — round datasets (the one owner of splits); the crowd (quizzes, worker
+                                     links, pay, badges), which never sees models or datasets
     rounds                         — the round pipeline that ties them together
     research, dynabench_site urls/api/pages — on top; no app imports research
 The TorchServe handler runs inside TorchServe without Django: neither it nor anything it imports may import Django.
@@ -21,18 +23,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPS = ["tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "rounds", "research", "torchserve"]
+APPS = ["accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
+        "torchserve"]
 KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", "dynabench_site.celery",
           "dynabench_site.settings"]
 FORBIDDEN = {
-    "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "rounds", "research"},
-    "modelzoo": {"annotation", "validation", "exports", "rounds", "hardness", "research"},
-    "hardness": {"annotation", "validation", "exports", "rounds", "research"},
-    "annotation": {"validation", "exports", "rounds", "hardness", "research"},
-    "validation": {"modelzoo", "hardness", "exports", "rounds", "research"},
-    "exports": {"modelzoo", "hardness", "rounds", "research"},
+    "accounts": {"tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research"},
+    "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research"},
+    "modelzoo": {"annotation", "validation", "exports", "crowd", "rounds", "hardness", "research"},
+    "hardness": {"annotation", "validation", "exports", "crowd", "rounds", "research"},
+    "annotation": {"validation", "exports", "crowd", "rounds", "hardness", "research"},
+    "validation": {"modelzoo", "hardness", "exports", "crowd", "rounds", "research"},
+    "exports": {"modelzoo", "hardness", "crowd", "rounds", "research"},
+    "crowd": {"modelzoo", "hardness", "exports", "rounds", "research"},
     "rounds": {"research"},
-    "torchserve": {"tasks", "annotation", "validation", "hardness", "exports", "rounds", "research"},
+    "torchserve": {"accounts", "tasks", "annotation", "validation", "hardness", "exports", "crowd", "rounds",
+                   "research"},
 }
 
 

@@ -42,3 +42,44 @@ def test_demo_personas_have_their_roles():
     assert roles.has_role(person["researcher"], roles.RESEARCHER, task)
     assert person["admin"].is_superuser
     assert person["owner"].check_password("dynabench-demo")
+
+
+@pytest.mark.django_db
+def test_demo_tasks_have_guidelines_quizzes_and_qualified_accounts():
+    from crowd.models import Quiz
+    from tasks import guidelines
+
+    call_command("load_demo")
+    call_command("load_demo")  # idempotent: no second version, no second quiz
+    for task in Task.objects.all():
+        current = guidelines.current(task)
+        assert current.version == 1 and "|" in current.text  # a table of worked examples
+        assert set(Quiz.objects.filter(task=task).values_list("role", flat=True)) == {"annotator", "validator"}
+        assert all(q.items.count() >= 3 for q in Quiz.objects.filter(task=task))
+        for name in ("annotator", "validator", "validator2", "validator3"):
+            person = User.objects.get(username=name)
+            assert guidelines.pending(person, task) is None  # already read: they work at once
+        assert roles.has_role(User.objects.get(username="validator3"), roles.VALIDATOR, task)
+
+
+@pytest.mark.django_db
+def test_the_expert_queue_can_be_tried_at_once_with_the_demo_accounts():
+    from django.test import Client
+
+    from tests.factories import ExampleFactory
+
+    call_command("load_demo")
+    task = Task.objects.get(slug="sentiment")
+    person = {u.username: u for u in User.objects.all()}
+    example = ExampleFactory(round=task.current_round, author=person["annotator"], context=None)
+    for name, verdict in (("validator", "correct"), ("validator2", "incorrect"), ("validator3", "flagged")):
+        client = Client()
+        client.force_login(person[name])
+        body = {"verdict": verdict, **({"label": "negative"} if verdict == "incorrect" else {}),
+                **({"reason": "unclear"} if verdict == "flagged" else {})}
+        assert client.post(f"/api/examples/{example.pk}/validations/", body, content_type="application/json").status_code == 201
+    example.refresh_from_db()
+    assert example.consensus == "disputed"  # demo quorum 2: three different votes cannot agree
+    expert = Client()
+    expert.force_login(person["expert"])
+    assert [e.pk for e in expert.get("/tasks/sentiment/expert/").context["examples"]] == [example.pk]

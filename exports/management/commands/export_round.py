@@ -11,6 +11,7 @@ from exports.bundle import write_bundle
 from exports.formats import FORMATS, get_format
 from exports.streaming import stream_records
 from tasks.models import Task
+from validation import reliability
 
 
 class Command(BaseCommand):
@@ -40,6 +41,7 @@ class Command(BaseCommand):
         if options["publish"]:
             return self._publish(round, options)
         assigned = splits.assign_splits(round)
+        reliability.refresh(round.task)
         self.stdout.write(f"splits assigned now: {assigned}")
         if options["format"] == "bundle":
             return self._bundle(round, Path(options["out"]), options["include_excluded"])

@@ -131,7 +131,7 @@
     if (!result.ok) return showError(result.data);
     state.key = null;
     if (sandbox) showVerdict(result.data, true);
-    else { state.example = result.data; showVerdict(result.data, false); refreshFigures(); }
+    else { state.example = result.data; showVerdict(result.data, false); clearInputs(); refreshFigures(); }
   }
 
   // --- verdict -----------------------------------------------------------------------------------
@@ -252,13 +252,18 @@
     if (!form.hidden) $(focusId).focus();
   }
 
+  // A stored example leaves the box empty: submitting the same text again would only be refused as a duplicate.
+  function clearInputs() {
+    document.querySelectorAll("[data-input-field]").forEach((node) => (node.value = ""));
+    setAnswer(null);
+    state.startedAt = Date.now();
+  }
+
   function tryAgain() {
     clearTimeout(state.poll);
     state.example = null;
     $("verdict").hidden = true;
-    document.querySelectorAll("[data-input-field]").forEach((node) => (node.value = ""));
-    setAnswer(null);
-    state.startedAt = Date.now();
+    clearInputs();
     const first = document.querySelector("[data-input-field]");
     if (first) first.focus();
   }

@@ -1,4 +1,7 @@
-"""Load the demo: four tasks (one per kind), their contexts and labelled data, and one account per persona.
+"""Load the demo: four tasks (one per kind), their contexts and labelled data, guidelines with worked
+examples, a short quiz per role (made by the crowd app on `demo_task_loaded`), and one account per persona
+(three validators, so that verification, disputes and the expert queue can be tried at once with a demo
+quorum of two). The demo accounts hold their roles on every demo task already: no quiz needed.
 
 Idempotent: running it again changes nothing that is already there.
 """
@@ -12,11 +15,12 @@ from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from tasks import roles
+from tasks import guidelines, roles
 from tasks.importing import ImportSpec, import_lines
 from tasks.kinds import get_kind
-from tasks.models import Task
+from tasks.models import Task, TaskMembership
 from tasks.services import open_next_round
+from tasks.signals import demo_task_loaded
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 DEMO_PASSWORD = "dynabench-demo"
@@ -24,6 +28,8 @@ PERSONAS = {
     "owner": (),
     "annotator": (roles.ANNOTATOR,),
     "validator": (roles.VALIDATOR,),
+    "validator2": (roles.VALIDATOR,),
+    "validator3": (roles.VALIDATOR,),
     "expert": (roles.EXPERT, roles.VALIDATOR),
     "researcher": (roles.RESEARCHER,),
     "admin": (),
@@ -53,7 +59,7 @@ class Command(BaseCommand):
         with transaction.atomic():
             people = self._personas()
             for path in demo_files():
-                self._load_task(json.loads(path.read_text(encoding="utf-8")), people["owner"])
+                self._load_task(json.loads(path.read_text(encoding="utf-8")), people)
         self._print_credentials()
 
     def _personas(self) -> dict[str, User]:
@@ -68,11 +74,15 @@ class Command(BaseCommand):
             people[name] = user
         return people
 
-    def _load_task(self, data: dict, owner: User) -> None:
+    def _load_task(self, data: dict, people: dict[str, User]) -> None:
         task, created = Task.objects.get_or_create(
             slug=data["slug"], defaults={"name": data["name"], "kind": data["kind"], "config": data.get("config", {})}
         )
-        task.owners.add(owner)
+        task.owners.add(people["owner"])
+        if data.get("guidelines") and guidelines.current(task) is None:
+            guidelines.publish(task, data["guidelines"], by=people["owner"])
+        self._qualify(task, people)
+        demo_task_loaded.send(sender=self.__class__, task=task, data=data)
         if not task.rounds.exists():
             open_next_round(task, description="Demo round 1")
         kind = data["kind"]
@@ -87,6 +97,17 @@ class Command(BaseCommand):
         state = "created" if created else "already present"
         self.stdout.write(f"{task.slug}: task {state}; {new} new contexts and labelled items")
 
+    @staticmethod
+    def _qualify(task: Task, people: dict[str, User]) -> None:
+        """The demo's writers and validators hold their role on each demo task, as if they passed its quiz,
+        and have read its guidelines: `make run` lets them work at once (new sign-ups go through both)."""
+        current = guidelines.current(task)
+        for name, granted in PERSONAS.items():
+            for role in set(granted) & {roles.ANNOTATOR, roles.VALIDATOR}:
+                roles.grant_on_task(people[name], task, role, TaskMembership.Source.DEMO)
+            if current is not None and name != "owner":
+                guidelines.acknowledge(people[name], task, current.version)
+
     def _print_credentials(self) -> None:
         self.stdout.write(self.style.SUCCESS(f"\nDemo accounts (password for all: {DEMO_PASSWORD})"))
         for name in PERSONAS:
@@ -97,8 +118,10 @@ class Command(BaseCommand):
         return {
             "owner": "owns the demo tasks: console, rounds, publishing datasets",
             "annotator": "writes examples that try to fool the model",
-            "validator": "confirms or rejects other people's examples",
-            "expert": "validates, and resolves disputed and flagged examples",
+            "validator": "confirms or rejects other people's examples (demo quorum: 2 matching votes)",
+            "validator2": "a second validator, to verify examples or disagree",
+            "validator3": "a third validator: three disagreeing votes make a dispute for the expert",
+            "expert": "validates, and resolves disputed, flagged and appealed examples (expert queue)",
             "researcher": "downloads round datasets and uploads models",
             "admin": "everything, plus Django admin at /admin/",
         }[name]

@@ -1,0 +1,88 @@
+"""Forms of the crowd pages. The rules are checked by the services; forms only parse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.conf import settings
+
+from crowd.models import Quiz, WorkerBatch
+from tasks import roles
+from tasks.models import Task
+
+
+class QuizSettingsForm(forms.Form):
+    pass_mark = forms.FloatField(min_value=0.05, max_value=1, help_text="the share of right answers that passes")
+    max_attempts = forms.IntegerField(min_value=1, max_value=20)
+    active = forms.BooleanField(required=False, help_text="workers can take it (and must, where the task says so)")
+
+
+class QuizItemForm(forms.Form):
+    """A question written by the owner: the task's context and input fields, and the known answer."""
+
+    def __init__(self, *args, quiz: Quiz, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.quiz = quiz
+        config = quiz.task.typed_config
+        for name in config.context_fields:
+            self.fields[f"context_{name}"] = forms.CharField(label=f"Context: {name}", widget=forms.Textarea(attrs={"rows": 2}))
+        for name in config.input_fields:
+            self.fields[f"input_{name}"] = forms.CharField(label=f"Input: {name}", widget=forms.Textarea(attrs={"rows": 2}))
+        labels = list(getattr(config, "labels", []) or [])
+        if quiz.role == Quiz.Role.VALIDATOR:
+            self.fields["proposed"] = _label_field(labels, "Label shown to judge")
+            self.fields["answer"] = forms.ChoiceField(choices=[("correct", "correct"), ("incorrect", "incorrect")],
+                                                      label="Is that label right?")
+        else:
+            self.fields["answer"] = _label_field(labels, "The right label")
+        self.fields["explanation"] = forms.CharField(required=False, max_length=500, label="Why (optional)")
+
+    def item(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        task, config = self.quiz.task, self.quiz.task.typed_config
+        context = {n: data[f"context_{n}"] for n in config.context_fields}
+        judged = self.quiz.role == Quiz.Role.VALIDATOR
+        return {"context": context, "input": {n: data[f"input_{n}"] for n in config.input_fields},
+                "answer": data["answer"] if judged else _answer(task, context, data["answer"]),
+                "proposed": _answer(task, context, data["proposed"]) if judged else None,
+                "explanation": data.get("explanation", "")}
+
+
+def _label_field(labels: list[str], label: str) -> forms.Field:
+    """A choice of the task's labels, or (QA) the answer text typed as it appears in the passage."""
+    if labels:
+        return forms.ChoiceField(choices=[(x, x) for x in labels], label=label)
+    return forms.CharField(label=label, help_text="the answer text, exactly as in the passage")
+
+
+def _answer(task: Task, context: dict, value: str) -> Any:
+    """A typed answer: a label, or for QA the span {text, start} found in the first context field."""
+    if not task.kind_impl.answer_is_span:
+        return value
+    passage = str(next(iter(context.values()), ""))
+    return {"text": value.strip(), "start": max(passage.find(value.strip()), 0)}
+
+
+class AppointForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    role = forms.ChoiceField(choices=[(roles.ANNOTATOR, "Writer"), (roles.VALIDATOR, "Validator"),
+                                      (roles.EXPERT, "Expert")])
+
+
+class SuspendForm(forms.Form):
+    username = forms.CharField(max_length=150)
+    reason = forms.CharField(max_length=500)
+
+
+class BatchForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    source = forms.ChoiceField(choices=WorkerBatch.Source.choices)
+    workers = forms.CharField(widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+                              help_text="one worker per line: worker_id or worker_id,assignment_id")
+    hours = forms.IntegerField(min_value=1, max_value=24 * 90, initial=lambda: settings.CROWD_LINK_HOURS,
+                               help_text="how long the links stay valid")
+    examples_required = forms.IntegerField(min_value=1, max_value=500, initial=3,
+                                           help_text="examples a worker writes before getting the completion code")
+    completion_url = forms.CharField(required=False, max_length=500,
+                                     help_text="optional: https://… with {code}, where the worker goes at the end")

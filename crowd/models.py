@@ -1,0 +1,137 @@
+"""The crowd app's records: qualification quizzes and their attempts, external worker batches and their
+assignments, and badges (derived)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Quiz(models.Model):
+    """A short quiz that qualifies for one role on one task (writer or validator)."""
+
+    class Role(models.TextChoices):
+        ANNOTATOR = "annotator", "Writer"
+        VALIDATOR = "validator", "Validator"
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="quizzes")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    pass_mark = models.FloatField(default=0.8, help_text="the share of right answers that passes (0-1)")
+    max_attempts = models.PositiveSmallIntegerField(default=3)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["task", "role"], name="one_quiz_per_role")]
+
+    def __str__(self) -> str:
+        return f"{self.task.slug} {self.get_role_display().lower()} quiz"
+
+
+class QuizItem(models.Model):
+    """One question with a known answer. Without `proposed`: "which label is right?" (the answer is a
+    label, or an answer text for QA). With `proposed`: "is this label right?" (the answer is correct or
+    incorrect)."""
+
+    quiz = models.ForeignKey(Quiz, on_delete=models.CASCADE, related_name="items")
+    position = models.PositiveIntegerField(default=0)
+    context = models.JSONField(default=dict, blank=True)
+    input = models.JSONField()
+    proposed = models.JSONField(null=True, blank=True, help_text="a label to judge (validator questions)")
+    answer = models.JSONField()
+    explanation = models.TextField(blank=True, default="", help_text="shown after a passed attempt")
+    source = models.CharField(max_length=60, blank=True, default="", help_text="where the owner chose it from")
+
+    class Meta:
+        ordering = ["quiz", "position", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.quiz}: {str(self.input)[:40]}"
+
+
+class QuizAttempt(models.Model):
+    quiz = models.ForeignKey(Quiz, on_delete=models.CASCADE, related_name="attempts")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="quiz_attempts")
+    answers = models.JSONField(default=dict, help_text="item id -> the answer given")
+    correct = models.PositiveIntegerField()
+    total = models.PositiveIntegerField()
+    score = models.FloatField()
+    passed = models.BooleanField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["quiz", "user"])]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.correct}/{self.total} on {self.quiz}"
+
+
+class WorkerBatch(models.Model):
+    """A batch of external worker links (Prolific, Mechanical Turk, ...) for one task."""
+
+    class Source(models.TextChoices):
+        PROLIFIC = "prolific", "Prolific"
+        MTURK = "mturk", "Mechanical Turk"
+        OTHER = "other", "Other"
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="worker_batches")
+    name = models.CharField(max_length=200)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.PROLIFIC)
+    examples_required = models.PositiveSmallIntegerField(default=3, help_text="examples before the completion code")
+    completion_url = models.CharField(
+        max_length=500, blank=True, default="",
+        help_text="where to send the worker at the end; {code} is replaced by their completion code",
+    )
+    expires_at = models.DateTimeField()
+    closed = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.task.slug}: {self.name}"
+
+
+class Assignment(models.Model):
+    """One worker's assignment in a batch: its link signs them in once; its code proves completion."""
+
+    batch = models.ForeignKey(WorkerBatch, on_delete=models.CASCADE, related_name="assignments")
+    worker_id = models.CharField(max_length=100)
+    assignment_id = models.CharField(max_length=100)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="assignments"
+    )
+    completion_code = models.CharField(max_length=32)
+    followed_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["batch", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["batch", "assignment_id"], name="assignment_unique_in_batch"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.worker_id}/{self.assignment_id}"
+
+
+class Badge(models.Model):
+    """A badge someone holds on a task: derived from the data by `crowd.badges.derive` (a periodic job),
+    which adds the ones earned and removes the ones no longer earned."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="badges")
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="+")
+    code = models.CharField(max_length=40)
+    detail = models.CharField(max_length=200, blank=True, default="")
+    awarded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["task", "code"]
+        constraints = [models.UniqueConstraint(fields=["user", "task", "code"], name="one_badge_per_code")]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.code} on {self.task_id}"

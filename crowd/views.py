@@ -1,0 +1,336 @@
+"""Pages of the crowd: the owner's crowd console (quizzes, members, suspensions, gold, quality, batches,
+pay), and the worker's side (quizzes, external links, assignments, profiles). Views parse, call a service,
+render; the rules are in the services."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model, login
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from annotation.models import Example
+from crowd import badges, links, members, pay, quizzes
+from crowd.forms import AppointForm, BatchForm, QuizItemForm, QuizSettingsForm, SuspendForm
+from crowd.models import Assignment, Badge, Quiz, WorkerBatch
+from dynabench_site.errors import InvalidInput
+from dynabench_site.pages import back_url, returns_to
+from tasks import guidelines, roles
+from tasks.access import task_for, visible_tasks
+from tasks.models import LabeledItem, Suspension, Task, TaskMembership
+from validation import gold
+from validation.models import GoldItem
+
+GOLD_CANDIDATES = 100
+
+
+# --- the owner's crowd console -------------------------------------------------------------------
+
+
+@login_required
+def console(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    quiz_rows = [{"role": role, "label": label, "quiz": q, "summary": quizzes.summary(q) if q else None}
+                 for role, label in Quiz.Role.choices for q in [quizzes.quiz_for(task, role, active_only=False)]]
+    return render(request, "crowd/console.html", {
+        "task": task, "crowd": task.typed_config.crowd, "quizzes": quiz_rows,
+        "guidelines": guidelines.current(task), "appoint_form": AppointForm(), "suspend_form": SuspendForm(),
+        "memberships": TaskMembership.objects.filter(task=task).select_related("user", "granted_by"),
+        "suspensions": Suspension.objects.filter(task=task, lifted_at__isnull=True).select_related("user"),
+        "standings": gold.standings(task), "gold_count": task_gold(task).filter(active=True).count(),
+        "batches": WorkerBatch.objects.filter(task=task),
+    })
+
+
+def task_gold(task: Task):
+    return GoldItem.objects.filter(task=task)
+
+
+@login_required
+@require_POST
+@returns_to("crowd-console", "slug")
+def appoint(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    form = AppointForm(request.POST)
+    if not form.is_valid():
+        raise InvalidInput("give a username and a role")
+    if request.POST.get("action") == "revoke":
+        members.revoke(task, form.cleaned_data["username"], form.cleaned_data["role"])
+        messages.success(request, f"{form.cleaned_data['username']} no longer holds that role here.")
+    else:
+        members.appoint(task, form.cleaned_data["username"], form.cleaned_data["role"], request.user)
+        messages.success(request, f"{form.cleaned_data['username']} is now {form.cleaned_data['role']} on {task.name}.")
+    return redirect(back_url(request, reverse("crowd-console", args=[slug])))
+
+
+@login_required
+@require_POST
+@returns_to("crowd-people", "slug")
+def suspend(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    username = request.POST.get("username", "")
+    if request.POST.get("action") == "lift":
+        members.lift(task, username)
+        messages.success(request, f"{username} may work on {task.name} again.")
+    else:
+        redecided = members.suspend(task, username, request.user, request.POST.get("reason", ""))
+        messages.success(request, f"{username} is suspended from {task.name}; their votes on {redecided} "
+                         "example(s) no longer count, and what those votes decided is open again.")
+    return redirect(back_url(request, reverse("crowd-people", args=[slug])))
+
+
+@login_required
+def people(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    return render(request, "crowd/people.html", {"task": task, "people": members.people(task),
+                                                 "suspend_form": SuspendForm()})
+
+
+# --- quizzes (owner) -----------------------------------------------------------------------------
+
+
+@login_required
+def quiz_edit(request, slug: str, role: str):
+    task = task_for(request, slug, roles.OWNER)
+    quiz = quizzes.ensure_quiz(task, role)
+    settings_form = QuizSettingsForm(request.POST if request.POST.get("form") == "settings" else None,
+                                     initial={"pass_mark": quiz.pass_mark, "max_attempts": quiz.max_attempts,
+                                              "active": quiz.active})
+    item_form = QuizItemForm(request.POST if request.POST.get("form") == "item" else None, quiz=quiz)
+    if request.method == "POST":
+        if settings_form.is_bound and settings_form.is_valid():
+            quizzes.configure(quiz, **settings_form.cleaned_data)
+            messages.success(request, "Quiz settings saved.")
+            return redirect("crowd-quiz-edit", slug=slug, role=role)
+        if item_form.is_bound and item_form.is_valid():
+            quizzes.add_item(quiz, **item_form.item(), source="written by an owner")
+            messages.success(request, "Question added.")
+            return redirect("crowd-quiz-edit", slug=slug, role=role)
+    return render(request, "crowd/quiz_edit.html", {
+        "task": task, "quiz": quiz, "questions": quizzes.questions(quiz), "settings_form": settings_form,
+        "item_form": item_form, "summary": quizzes.summary(quiz), **quiz_candidates(task, quiz),
+    }, status=400 if request.method == "POST" else 200)
+
+
+def quiz_candidates(task: Task, quiz: Quiz) -> dict:
+    used = set(quiz.items.values_list("source", flat=True))
+    items = [i for i in LabeledItem.objects.filter(task=task).order_by("id")[:60] if f"labelled item {i.pk}" not in used]
+    decided = Example.objects.filter(round__task=task, retracted=False,
+                                     consensus__in=[Example.Consensus.VERIFIED, Example.Consensus.REJECTED])
+    examples = [e for e in decided.select_related("context").order_by("-id")[:60] if f"example {e.pk}" not in used]
+    return {"labelled": items[:30], "decided": examples[:30]}
+
+
+@login_required
+@require_POST
+@returns_to("crowd-quiz-edit", "slug", "role")
+def quiz_add(request, slug: str, role: str):
+    task = task_for(request, slug, roles.OWNER)
+    quiz = quizzes.ensure_quiz(task, role)
+    added = 0
+    for item in LabeledItem.objects.filter(task=task, pk__in=ids(request.POST.getlist("labelled"))):
+        quizzes.add_labelled_item(quiz, item)
+        added += 1
+    for example in Example.objects.filter(round__task=task, pk__in=ids(request.POST.getlist("example"))):
+        quizzes.add_example(quiz, example)
+        added += 1
+    messages.success(request, f"{added} question(s) added.")
+    return redirect("crowd-quiz-edit", slug=slug, role=role)
+
+
+@login_required
+@require_POST
+def quiz_remove(request, slug: str, role: str, item: int):
+    task = task_for(request, slug, roles.OWNER)
+    quizzes.remove_item(quizzes.ensure_quiz(task, role), item)
+    messages.success(request, "Question removed.")
+    return redirect("crowd-quiz-edit", slug=slug, role=role)
+
+
+def ids(values: list[str]) -> list[int]:
+    return [int(v) for v in values if v.isdigit()]
+
+
+# --- gold (owner) --------------------------------------------------------------------------------
+
+
+@login_required
+def gold_page(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    items = task_gold(task).select_related("example__context").order_by("-created_at")
+    used = items.values("example")
+    candidates = (Example.objects.filter(round__task=task, retracted=False,
+                                         consensus__in=list(gold.GOLD_VERDICTS))
+                  .exclude(pk__in=used).select_related("context").order_by("-id")[:GOLD_CANDIDATES])
+    return render(request, "crowd/gold.html", {"task": task, "items": items, "candidates": candidates,
+                                               "standings": gold.standings(task), "crowd": task.typed_config.crowd})
+
+
+@login_required
+@require_POST
+@returns_to("crowd-gold", "slug")
+def gold_mark(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    example = get_object_or_404(Example.objects.select_related("round__task"), pk=request.POST.get("example", 0),
+                                round__task=task)
+    if request.POST.get("action") == "unmark":
+        gold.unmark(example)
+        messages.success(request, f"Example {example.pk} is no longer served as a gold item.")
+    else:
+        gold.mark(example, by=request.user)
+        messages.success(request, f"Example {example.pk} is now a gold item, mixed unannounced into the queue.")
+    return redirect("crowd-gold", slug=slug)
+
+
+# --- external worker batches and pay (owner) -----------------------------------------------------
+
+
+def owned_batch(request, pk: int) -> WorkerBatch:
+    batch = get_object_or_404(WorkerBatch.objects.select_related("task"), pk=pk)
+    task_for(request, batch.task.slug, roles.OWNER)
+    return batch
+
+
+@login_required
+def batch_new(request, slug: str):
+    task = task_for(request, slug, roles.OWNER)
+    form = BatchForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        batch = links.create_batch(task, request.user, **form.cleaned_data)
+        messages.success(request, f"Batch {batch.name}: {batch.assignments.count()} links, valid until "
+                         f"{batch.expires_at:%Y-%m-%d %H:%M} UTC.")
+        return redirect("crowd-batch", pk=batch.pk)
+    return render(request, "crowd/batch_new.html", {"task": task, "form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def batch_page(request, pk: int):
+    batch = owned_batch(request, pk)
+    rows = [{"a": a, "url": request.build_absolute_uri(links.link_path(a))}
+            for a in batch.assignments.select_related("user", "batch")]
+    return render(request, "crowd/batch.html", {"task": batch.task, "batch": batch, "rows": rows})
+
+
+@login_required
+def batch_links_csv(request, pk: int):
+    batch = owned_batch(request, pk)
+    lines = ["worker_id,assignment_id,link\n"] + [
+        f"{a.worker_id},{a.assignment_id},{request.build_absolute_uri(links.link_path(a))}\n"
+        for a in batch.assignments.select_related("batch")]
+    return csv_response("".join(lines), f"{batch.task.slug}-batch{batch.pk}-links.csv")
+
+
+@login_required
+@require_POST
+def batch_close(request, pk: int):
+    batch = owned_batch(request, pk)
+    links.close(batch)
+    messages.success(request, "Batch closed: its links no longer sign anyone in.")
+    return redirect("crowd-batch", pk=batch.pk)
+
+
+@login_required
+def pay_page(request, pk: int):
+    batch = owned_batch(request, pk)
+    rows = pay.report(batch)
+    return render(request, "crowd/pay.html", {"task": batch.task, "batch": batch, "rows": rows,
+                                              "total": pay.total(rows), "rates": batch.task.typed_config.crowd.pay})
+
+
+@login_required
+def pay_csv(request, pk: int):
+    batch = owned_batch(request, pk)
+    return csv_response("".join(pay.csv_text(batch)), f"{batch.task.slug}-batch{batch.pk}-pay.csv")
+
+
+def csv_response(text: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+# --- the worker's side ---------------------------------------------------------------------------
+
+
+@login_required
+@returns_to("crowd-quiz", "slug", "role")
+def quiz_take(request, slug: str, role: str):
+    task = task_for(request, slug)
+    quiz = quizzes.quiz_for(task, role)
+    if quiz is None:
+        raise Http404("This task has no such quiz.")
+    context = {"task": task, "quiz": quiz, "next": request.GET.get("next", "") or request.POST.get("next", ""),
+               "left": quizzes.attempts_left(quiz, request.user), "held": quizzes.holds_by_quiz(request.user, quiz),
+               "pending": guidelines.pending(request.user, task), "attempt": None}
+    if request.method == "POST":
+        answers = {k.removeprefix("q"): v for k, v in request.POST.items() if k.startswith("q")}
+        context["attempt"] = attempt = quizzes.grade(quiz, request.user, answers)
+        if attempt.passed:
+            messages.success(request, f"Passed ({attempt.correct} of {attempt.total} right): you are now a "
+                             f"{quiz.get_role_display().lower()} on {task.name}.")
+            return redirect(back_url(request, reverse("task-detail", args=[slug])))
+        context["left"] = quizzes.attempts_left(quiz, request.user)
+    context["questions"] = quizzes.questions(quiz)
+    return render(request, "crowd/quiz.html", context)
+
+
+def link(request, token: str):
+    """GET shows what the link is for (no side effect: link scanners must not spend it); POST signs in.
+    A refused link gets its own page (not the generic error page): the worker came from another site and
+    needs to know what to tell its organisers."""
+    try:
+        if request.method == "POST":
+            assignment = links.follow(token)
+            login(request, assignment.user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("crowd-assignment", pk=assignment.pk)
+        assignment = links.read(token)
+    except links.LinkRefused as exc:
+        return render(request, "crowd/link_refused.html", {"reason": exc.reason, "message": exc.message},
+                      status=exc.status_code)
+    return render(request, "crowd/link.html", {"assignment": assignment, "task": assignment.batch.task,
+                                               "used": assignment.followed_at is not None})
+
+
+def own_assignment(request, pk: int) -> Assignment:
+    assignment = get_object_or_404(Assignment.objects.select_related("batch__task", "user"), pk=pk)
+    if assignment.user_id != request.user.pk:
+        raise Http404("No such assignment.")
+    return assignment
+
+
+@login_required
+def assignment_page(request, pk: int):
+    assignment = own_assignment(request, pk)
+    return render(request, "crowd/assignment.html", {
+        "assignment": assignment, "task": assignment.batch.task, "progress": links.progress(assignment),
+        "completion_url": links.completion_url(assignment) if assignment.completed_at else None,
+    })
+
+
+@login_required
+@require_POST
+@returns_to("crowd-assignment", "pk")
+def assignment_finish(request, pk: int):
+    assignment = own_assignment(request, pk)
+    links.complete(assignment)
+    messages.success(request, "Thank you! Your completion code is below.")
+    return redirect("crowd-assignment", pk=pk)
+
+
+def profile(request, username: str):
+    """Badges, streaks and figures of a person on the tasks the viewer may see."""
+    person = get_object_or_404(get_user_model(), username=username)
+    tasks = visible_tasks(request.user)
+    held = Badge.objects.filter(user=person, task__in=tasks).select_related("task").order_by("task__name", "code")
+    rows = {}
+    for badge in held:
+        rows.setdefault(badge.task, []).append(badges.describe(badge))
+    worked = tasks.filter(rounds__examples__author=person).distinct()
+    figures = [{"task": t, **Example.objects.filter(round__task=t, author=person).figures(),
+                "standing": gold.standing(t, person) if request.user == person or roles.can_manage(request.user, t)
+                else None} for t in worked]
+    return render(request, "crowd/profile.html", {"person": person, "badges": rows, "figures": figures,
+                                                  "is_self": request.user == person})

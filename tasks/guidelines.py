@@ -1,0 +1,76 @@
+"""A task's guidelines: versioned Markdown, and who acknowledged which version.
+
+The rule: a writer or validator who has not acknowledged the current version may not submit or vote on
+the task until they do (`check_acknowledged`, called by annotation's submit and validation's votes).
+Owners and admins wrote them and are never asked. A task without guidelines asks nothing.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Max
+from django.urls import reverse
+
+from dynabench_site.errors import Conflict, InvalidInput
+from tasks import roles
+from tasks.models import Guidelines, GuidelinesAcknowledgement, Task
+
+MAX_CHARS = 50_000
+
+
+class GuidelinesNotAcknowledged(Conflict):
+    code = "guidelines"
+
+    def __init__(self, task: Task, version: int):
+        url = reverse("tasks-guidelines", args=[task.slug])
+        super().__init__(
+            f"The guidelines of this task changed (version {version}); read and acknowledge them first: {url}",
+            extra={"guidelines_version": version, "guidelines_url": url},
+        )
+
+
+def current(task: Task) -> Guidelines | None:
+    return task.guidelines.order_by("-version").first()
+
+
+@transaction.atomic
+def publish(task: Task, text: str, by=None) -> Guidelines:
+    """A new version when the text changed; the current one otherwise."""
+    text = (text or "").strip()
+    if not text:
+        raise InvalidInput("must not be empty", field="text")
+    if len(text) > MAX_CHARS:
+        raise InvalidInput(f"is {len(text)} characters long; the limit is {MAX_CHARS}", field="text")
+    Task.objects.select_for_update().filter(pk=task.pk).first()  # one version number at a time
+    latest = current(task)
+    if latest is not None and latest.text == text:
+        return latest
+    version = (task.guidelines.aggregate(v=Max("version"))["v"] or 0) + 1
+    return Guidelines.objects.create(task=task, version=version, text=text, created_by=by)
+
+
+def acknowledge(user, task: Task, version: int) -> None:
+    latest = current(task)
+    if latest is None or version != latest.version:
+        raise Conflict("these are not the current guidelines; reload the page and read the current version")
+    GuidelinesAcknowledgement.objects.get_or_create(user=user, task=task, version=version)
+
+
+def exempt(user, task: Task) -> bool:
+    return roles.can_manage(user, task)
+
+
+def pending(user, task: Task) -> Guidelines | None:
+    """The current guidelines when `user` must still acknowledge them, else None."""
+    latest = current(task)
+    if latest is None or not user.is_authenticated or exempt(user, task):
+        return None
+    done = GuidelinesAcknowledgement.objects.filter(user=user, task=task, version=latest.version).exists()
+    return None if done else latest
+
+
+def check_acknowledged(user, task: Task) -> None:
+    """GuidelinesNotAcknowledged (409) when `user` has not acknowledged the current version."""
+    latest = pending(user, task)
+    if latest is not None:
+        raise GuidelinesNotAcknowledged(task, latest.version)
