@@ -26,7 +26,7 @@ from django.contrib.staticfiles import finders
 from django.core.exceptions import PermissionDenied
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import cache_control
 
@@ -117,7 +117,9 @@ def error_page(request: HttpRequest, status: int, message: str = "") -> HttpResp
 def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """handler404 (DEBUG false): the site's 404 page. Django's own message ("No Task matches …") names code,
     not things a person knows, so only messages our views wrote (`Http404("…")`) are shown."""
-    message = str(exception) if isinstance(exception, Http404) and exception.args else ""
+    if isinstance(exception, Resolver404) or not isinstance(exception, Http404) or not exception.args:
+        return error_page(request, 404)  # no page at this address: the URL patterns tried are not for people
+    message = str(exception)
     generic = message.startswith("No ") and "matches the given query" in message
     return error_page(request, 404, "" if generic else message)
 
