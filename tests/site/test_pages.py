@@ -96,3 +96,13 @@ def test_swagger_and_redoc_pages_load_nothing_from_elsewhere(client):
         assert not EXTERNAL.search(body), path
         assert "fonts.googleapis" not in body and "cdn." not in body
     assert '"validatorUrl": null' in client.get("/api/docs/").content.decode()
+
+
+def test_a_refused_form_without_its_csrf_token_says_what_to_do(personas):
+    from django.test import Client
+
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(personas.annotator)
+    response = client.post("/accounts/logout/")
+    body = response.content.decode()
+    assert response.status_code == 403 and 'class="topbar"' in body and "Reload the page and try again" in body
