@@ -11,7 +11,6 @@ urlpatterns = [
     path("tasks/<slug:slug>/console/", views.task_console, name="rounds-task-console"),
     # The console's rounds section: GET shows it with what closing will do, POST closes the round.
     path("tasks/<slug:slug>/console/rounds/", views.console_rounds, name="rounds-console-rounds"),
-    path("tasks/<slug:slug>/console/rounds/", views.console_rounds, name="rounds-start"),  # its older name
     path("tasks/<slug:slug>/console/health/", views.console_health, name="rounds-console-health"),
     path("tasks/<slug:slug>/leaderboard/", views.leaderboard_page, name="rounds-leaderboard"),
     path("tasks/<slug:slug>/dashboard/", views.dashboard_page, name="rounds-dashboard"),
