@@ -8,6 +8,11 @@ A service raises a `DomainError`; the page view does not catch it. `DomainErrorM
 
 The page to go back to is the form's `next` field when it names a page of this site (templates put
 `request.get_full_path` there, so filters survive), else the page the view declared.
+
+A page's `Http404` and `PermissionDenied` get the same error page, in the site's layout, whatever `DEBUG`
+says (Django's own handlers `handler403`/`handler404`, below, answer them only when `DEBUG` is false), and
+so does an address that matches no page. Errors of the server itself keep Django's debug page while
+`DEBUG` is true (a developer wants the traceback) and are `500.html` otherwise.
 """
 
 from __future__ import annotations
@@ -15,11 +20,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
+from django.contrib.staticfiles import finders
+from django.core.exceptions import PermissionDenied
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
+from django.urls import Resolver404, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.cache import cache_control
 
 from dynabench_site.api import error_text
 from dynabench_site.errors import DomainError
@@ -74,16 +83,62 @@ class DomainErrorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
+        response = self.get_response(request)
+        if response.status_code == 404 and settings.DEBUG and getattr(request, "resolver_match", None) is None:
+            # No page has this address; with DEBUG, Django would answer its URL-pattern listing instead.
+            return error_page(request, 404)
+        return response
 
     def process_exception(self, request: HttpRequest, exc: Exception) -> HttpResponse | None:
+        if isinstance(exc, Http404):
+            return not_found(request, exc)
+        if isinstance(exc, PermissionDenied):
+            return permission_denied(request, exc)
         if not isinstance(exc, DomainError):
             return None
         view = request.resolver_match.func if request.resolver_match else None
         back: ReturnsTo | None = getattr(view, "returns_to", None)
         target = back.url(request) if back is not None and request.method == "POST" else None
         if target is None:
-            context = {"status": exc.status_code, "message": error_text(exc)}
-            return render(request, "error.html", context, status=exc.status_code)
+            return error_page(request, exc.status_code, error_text(exc))
         messages.error(request, back.message(request, exc))
         return redirect(target)
+
+
+ERROR_TEMPLATES = {403: "403.html", 404: "404.html"}
+
+
+def error_page(request: HttpRequest, status: int, message: str = "") -> HttpResponse:
+    """The error page in the site's layout: what went wrong, in one sentence, and where to go from here."""
+    context = {"status": status, "message": message, "path": request.path}
+    return render(request, ERROR_TEMPLATES.get(status, "error.html"), context, status=status)
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler404 (DEBUG false): the site's 404 page. Django's own message ("No Task matches …") names code,
+    not things a person knows, so only messages our views wrote (`Http404("…")`) are shown."""
+    if isinstance(exception, Resolver404) or not isinstance(exception, Http404) or not exception.args:
+        return error_page(request, 404)  # no page at this address: the URL patterns tried are not for people
+    message = str(exception)
+    generic = message.startswith("No ") and "matches the given query" in message
+    return error_page(request, 404, "" if generic else message)
+
+
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """handler403 (DEBUG false; CSRF refusals too): the site's 403 page with the refusal's reason."""
+    return error_page(request, 403, str(exception) if exception and exception.args else "")
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: a refused form in the site's layout, saying what a person can do about it."""
+    return error_page(request, 403, "The form could not be sent: the page was open too long, or cookies are off. "
+                                    "Reload the page and try again.")
+
+
+@cache_control(max_age=86400, public=True)
+def favicon(request: HttpRequest) -> HttpResponse:
+    """/favicon.ico, asked for by browsers and tools whatever the page's <link rel=icon> says."""
+    path = finders.find("favicon.ico")
+    if path is None:  # pragma: no cover - the file ships with the frontend
+        raise Http404("no favicon")
+    return FileResponse(open(path, "rb"), content_type="image/x-icon")  # noqa: SIM115 - FileResponse closes it

@@ -123,6 +123,7 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 LOGIN_URL = "login"
+CSRF_FAILURE_VIEW = "dynabench_site.pages.csrf_failure"  # a refused form says so in the site's layout
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
 
@@ -159,6 +160,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Nothing from elsewhere: no spec validator badge (validator.swagger.io), system fonts in ReDoc (its page
+    # template, frontend/templates/drf_spectacular/redoc.html, loads no web fonts and no CDN logo).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
+    "REDOC_UI_SETTINGS": {"theme": {"typography": {
+        "fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif",
+        "headings": {"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"}}}},
 }
 
 # Accounts created per address (accounts.throttles, counted in the cache): a brake on sock-puppet accounts.

@@ -3,6 +3,8 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 from rest_framework.authtoken.views import obtain_auth_token
 
+from dynabench_site import pages
+
 api_patterns = [
     path("auth/token/", obtain_auth_token, name="api-token"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -17,6 +19,7 @@ api_patterns = [
 ]
 
 urlpatterns = [
+    path("favicon.ico", pages.favicon, name="favicon"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
     path("", include("tasks.urls")),
@@ -26,3 +29,8 @@ urlpatterns = [
     path("", include("rounds.urls")),
     path("", include("crowd.urls")),
 ]
+
+# Errors in the site's layout (Django calls these only when DEBUG is false; `pages.DomainErrorMiddleware`
+# gives pages the same answers while it is true). A 500 is Django's own handler with templates/500.html.
+handler403 = "dynabench_site.pages.permission_denied"
+handler404 = "dynabench_site.pages.not_found"

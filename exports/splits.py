@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from annotation.models import Example
 from dynabench_site.errors import InvalidInput
@@ -136,6 +136,25 @@ def refresh_statistics() -> None:
 
 def _store(ids: list[int], split: str) -> int:
     return Example.objects.filter(id__in=ids, split__isnull=True).update(split=split)
+
+
+def preview(round: Round) -> dict[str, int]:
+    """What `round`'s dataset would hold if its splits were assigned now, without storing anything: per split
+    (stored ones plus those `SplitRule.decide` would store), the examples held back, and the excluded ones.
+    The owner console shows it before a round is closed."""
+    counts = dict.fromkeys(SPLITS, 0)
+    for split, n in usable(round).exclude(split__isnull=True).values_list("split").annotate(n=Count("id")).order_by():
+        if split in counts:
+            counts[split] += n
+    rule, held = SplitRule.of(round.task), 0
+    pending = usable(round).filter(split__isnull=True).values_list("id", "fooled", "consensus")
+    for example_id, fooled, consensus in pending.iterator(chunk_size=ASSIGN_BATCH):
+        split = rule.decide(example_id, bool(fooled), consensus)
+        if split is None:
+            held += 1
+        else:
+            counts[split] += 1
+    return {**counts, "held_back": held, "excluded": excluded(round).count()}
 
 
 def held_back(round: Round) -> int:

@@ -1,5 +1,18 @@
 from django.apps import AppConfig
 
 
+def _evaluate_deployed(sender, round, versions, **kwargs) -> None:  # noqa: A002 - the signal's argument name
+    from rounds.evaluation import evaluate_round_ensemble
+
+    evaluate_round_ensemble(round, log=lambda _m: None)
+
+
 class RoundsConfig(AppConfig):
     name = "rounds"
+
+    def ready(self) -> None:
+        from modelzoo.signals import ensemble_deployed
+
+        # An ensemble deployed outside the pipeline (demo models, train_model --deploy) is scored at once, so
+        # the leaderboard ranks the in-loop models from the moment their round opens.
+        ensemble_deployed.connect(_evaluate_deployed, dispatch_uid="rounds-evaluate-deployed-ensemble")

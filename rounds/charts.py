@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 PALETTE = ("#2d5bd3", "#e07b39", "#1c7c3a", "#b3261e", "#7a4fb5", "#0f8b8d", "#8a6d1d", "#c2417e")
 W, H = 640, 260
-LEFT, RIGHT, TOP, BOTTOM = 48, 12, 16, 56
+LEFT, RIGHT, TOP, BOTTOM = 58, 12, 16, 56
 
 
 @dataclass
@@ -20,14 +22,53 @@ class Series:
 
 
 def _fmt(value: float, percent: bool) -> str:
-    return f"{value * 100:.0f}%" if percent else (f"{value:.0f}" if value >= 10 else f"{value:.2g}")
+    if percent:
+        return f"{value * 100:.0f}%"
+    return f"{value:.0f}" if float(value).is_integer() or value >= 10 else f"{value:.2g}"
 
 
-def _frame(title: str, y_max: float, percent: bool) -> list[str]:
+def ticks(top: float, percent: bool) -> list[float]:
+    """Axis ticks from 0 to at least `top`, about four steps of a round size: 0–100 % for rates, and whole
+    numbers for counts (never 0.83 or 1.7 examples)."""
+    if percent and top <= 1:
+        return [0.0, 0.25, 0.5, 0.75, 1.0]
+    if top <= 0:
+        return [0.0, 1.0]
+    raw = top / 4
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    if not percent:
+        step = max(1, math.ceil(step))
+    return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
+
+
+def time_labels(moments: Sequence[datetime]) -> list[str]:
+    """Labels for points in time, as precise as the data's span needs: seconds within a few minutes, the
+    time of day within a day, day and time within a few days, the date beyond."""
+    if not moments:
+        return []
+    span = max(moments) - min(moments)
+    if span < timedelta(minutes=5):
+        pattern = "%H:%M:%S"
+    elif span < timedelta(days=1):
+        pattern = "%H:%M"
+    elif span < timedelta(days=4):
+        pattern = "%d %b %H:%M"
+    elif span < timedelta(days=365):
+        pattern = "%d %b"
+    else:
+        pattern = "%Y-%m-%d"
+    return [m.strftime(pattern) for m in moments]
+
+
+def _frame(title: str, marks: list[float], percent: bool, y_title: str = "") -> list[str]:
     parts = [f'<svg class="chart" viewBox="0 0 {W} {H}" role="img" aria-label="{escape(title)}" '
              f'xmlns="http://www.w3.org/2000/svg"><title>{escape(title)}</title>']
-    for i in range(5):
-        value = y_max * i / 4
+    if y_title:
+        parts.append(f'<text x="12" y="{(TOP + H - BOTTOM) / 2:.0f}" class="axis-title" text-anchor="middle" '
+                     f'transform="rotate(-90 12 {(TOP + H - BOTTOM) / 2:.0f})">{escape(y_title)}</text>')
+    y_max = marks[-1]
+    for value in marks:
         y = _y(value, y_max)
         parts.append(f'<line x1="{LEFT}" x2="{W - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>')
         parts.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{_fmt(value, percent)}</text>')
@@ -49,20 +90,23 @@ def _legend(series: Sequence[Series]) -> list[str]:
 
 
 def _x_labels(categories: Sequence[str], centre) -> list[str]:
-    step = max(1, len(categories) // 12)
+    longest = max((len(c) for c in categories), default=1)
+    room = max(1, int((W - LEFT - RIGHT) / (6.5 * longest + 12)))  # labels that fit side by side
+    step = max(1, math.ceil(len(categories) / room))
     return [f'<text x="{centre(i):.1f}" y="{H - BOTTOM + 16}" class="tick" text-anchor="middle">{escape(c)}</text>'
             for i, c in enumerate(categories) if i % step == 0]
 
 
-def _y_max(series: Sequence[Series], percent: bool) -> float:
-    top = max((v for s in series for v in s.values if v is not None), default=0.0)
-    return 1.0 if percent and top <= 1 else (top * 1.1 or 1.0)
+def _marks(series: Sequence[Series], percent: bool) -> list[float]:
+    return ticks(max((v for s in series for v in s.values if v is not None), default=0.0), percent)
 
 
-def bar_chart(title: str, categories: Sequence[str], series: Sequence[Series], percent: bool = True) -> SafeString:
+def bar_chart(title: str, categories: Sequence[str], series: Sequence[Series], percent: bool = True,
+              y_title: str = "") -> SafeString:
     """Grouped bars: one group per category, one bar per series."""
-    y_max = _y_max(series, percent)
-    parts = _frame(title, y_max, percent)
+    marks = _marks(series, percent)
+    y_max = marks[-1]
+    parts = _frame(title, marks, percent, y_title)
     group = (W - LEFT - RIGHT) / max(1, len(categories))
     bar = group * 0.8 / max(1, len(series))
     for si, s in enumerate(series):
@@ -78,14 +122,17 @@ def bar_chart(title: str, categories: Sequence[str], series: Sequence[Series], p
     return mark_safe("".join(parts))  # noqa: S308 - every text inside is escaped above
 
 
-def line_chart(title: str, categories: Sequence[str], series: Sequence[Series], percent: bool = True) -> SafeString:
+def line_chart(title: str, categories: Sequence[str], series: Sequence[Series], percent: bool = True,
+               y_title: str = "") -> SafeString:
     """One line per series over the categories (gaps where a value is None)."""
-    y_max = _y_max(series, percent)
-    parts = _frame(title, y_max, percent)
-    span = (W - LEFT - RIGHT) / max(1, len(categories) - 1) if len(categories) > 1 else 0
+    marks = _marks(series, percent)
+    y_max = marks[-1]
+    parts = _frame(title, marks, percent, y_title)
+    pad = 24  # the first and last points (and their labels) stay clear of the axis and the edge
+    span = (W - LEFT - RIGHT - 2 * pad) / max(1, len(categories) - 1) if len(categories) > 1 else 0
 
     def x_of(i: int) -> float:
-        return LEFT + i * span if len(categories) > 1 else (W + LEFT - RIGHT) / 2
+        return LEFT + pad + i * span if len(categories) > 1 else (W + LEFT - RIGHT) / 2
 
     for si, s in enumerate(series):
         colour = PALETTE[si % len(PALETTE)]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
+from datetime import datetime
 from typing import Any
 
 from annotation.managers import rate
 from annotation.models import Example
 from modelzoo.models import EnsembleScore
-from rounds.charts import Series, bar_chart, line_chart
+from rounds.charts import Series, bar_chart, line_chart, time_labels
 from rounds.datasets import dataset_label, test_sets
 from rounds.leaderboard import primary_metric
 from tasks import badges
@@ -26,12 +27,14 @@ def round_figures(task: Task) -> list[dict[str, Any]]:
 
 
 def fooling_over_time(round_: Round, buckets: int = 12) -> list[dict[str, Any]]:
-    """The fooling rate in equal slices of the round's time (scored, not retracted examples)."""
+    """The fooling rate in equal slices of the round's time (scored, not retracted examples): at most
+    `buckets` slices, and none shorter than a minute (examples written within a minute are one point)."""
     rows = list(Example.objects.filter(round=round_, retracted=False, fooled__isnull=False)
                 .order_by("created_at").values_list("created_at", "fooled"))
     if not rows:
         return []
     start, end = rows[0][0], rows[-1][0]
+    buckets = max(1, min(buckets, int((end - start).total_seconds() // 60)))
     width = max((end - start).total_seconds() / buckets, 1e-6)
     counts = [[0, 0] for _ in range(buckets)]
     for created, fooled in rows:
@@ -83,11 +86,12 @@ def charts(data: dict[str, Any]) -> dict[str, Any]:
         "mer": bar_chart("MER and vMER per round", rounds, [
             Series("MER", [r["mer"] for r in data["rounds"]]), Series("vMER", [r["vmer"] for r in data["rounds"]])]),
         "fooling": line_chart(f"Fooling rate over time, round {data['round']}",
-                              [t["at"][11:16] for t in over_time], [Series("fooling rate", [t["rate"] for t in over_time])]),
+                              time_labels([datetime.fromisoformat(t["at"]) for t in over_time]),
+                              [Series("fooling rate", [t["rate"] for t in over_time])]),
         "labels": bar_chart("Label distribution of collected examples", [f"round {n}" for n in labels["rounds"]],
                             [Series(label, [c[label] for c in labels["rounds"].values()]) for label in labels["labels"]],
-                            percent=False),
-        "ensembles": line_chart(f"{ens['metric']} of each round's ensemble on every test set",
-                                [c["label"] for c in ens["columns"]],
-                                [Series(f"round {row['round']} ensemble", row["cells"]) for row in ens["rows"]]),
+                            percent=False, y_title="examples"),
+        "ensembles": bar_chart(f"{ens['metric']} of each round's ensemble on every test set",
+                               [c["label"] for c in ens["columns"]],
+                               [Series(f"round {row['round']} ensemble", row["cells"]) for row in ens["rows"]]),
     }

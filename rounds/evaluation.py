@@ -20,7 +20,7 @@ from modelzoo.services import predict_with
 from modelzoo.serving import ModelRef, get_backend
 from rounds import datasets
 from rounds.models import ResearcherModel
-from tasks.models import Task
+from tasks.models import Round, Task
 
 Log = Callable[[str], None]
 Progress = Callable[[float, str], None]
@@ -141,6 +141,24 @@ def evaluate_version(version: ModelVersion, log: Log = print) -> dict[str, Any]:
             done += _score_models(task, [version], labelled, cache, log)
     record_measurements(cache)
     return {"evaluations": done}
+
+
+def evaluate_round_ensemble(round_: Round, log: Log = print) -> dict[str, Any]:
+    """Score a round's in-loop models and its ensemble on every test set of the task (for a first round: the
+    base test set), with their throughput and memory. Called when an ensemble is deployed outside the
+    pipeline (`modelzoo.signals.ensemble_deployed`: the demo models, `train_model --deploy`), so the
+    leaderboard is never empty while a round is open and an upload cannot outrank unevaluated models.
+    Idempotent: pairs already scored on a set of the same size are skipped."""
+    ensemble = Ensemble.objects.filter(round=round_, active=True).first()
+    members = ensemble.ordered_members() if ensemble else []
+    task, cache, counts = round_.task, PredictionCache(), {"evaluations": 0, "ensemble_scores": 0}
+    for name in datasets.test_sets(task) if members else []:
+        labelled = datasets.load(task, name)
+        if labelled.inputs:
+            counts["evaluations"] += _score_models(task, members, labelled, cache, log)
+            counts["ensemble_scores"] += _score_ensembles(task, {round_.number: members}, labelled, cache, log)
+    record_measurements(cache)
+    return counts
 
 
 def evaluate_upload(upload_id: int) -> ResearcherModel:

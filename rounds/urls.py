@@ -9,7 +9,9 @@ urlpatterns = [
     path("console/jobs/<int:pk>/abandon/", views.job_action, {"action": "abandon"}, name="rounds-job-abandon"),
     path("console/uploads/<int:pk>/ensemble/", views.upload_include, name="rounds-upload-include"),
     path("tasks/<slug:slug>/console/", views.task_console, name="rounds-task-console"),
-    path("tasks/<slug:slug>/console/rounds/", views.start_round, name="rounds-start"),
+    # The console's rounds section: GET shows it with what closing will do, POST closes the round.
+    path("tasks/<slug:slug>/console/rounds/", views.console_rounds, name="rounds-console-rounds"),
+    path("tasks/<slug:slug>/console/health/", views.console_health, name="rounds-console-health"),
     path("tasks/<slug:slug>/leaderboard/", views.leaderboard_page, name="rounds-leaderboard"),
     path("tasks/<slug:slug>/dashboard/", views.dashboard_page, name="rounds-dashboard"),
     path("tasks/<slug:slug>/models/upload/", views.model_upload, name="rounds-model-upload"),

@@ -1,5 +1,8 @@
-"""Pages: the owner console, pipeline progress, leaderboard, dashboard and model uploads. The task's
-creation, settings and import pages are the tasks app's; the console links them."""
+"""Pages: the owner console, pipeline progress, leaderboard, dashboard and model uploads.
+
+A task's console is split in sections, one page each (`rounds/_console_nav.html`): overview and rounds
+(here), settings and import (the tasks app's pages), crowd (the crowd app's), and health (here; the
+site-wide service checks join it)."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from annotation.models import Example
 from dynabench_site.pages import back_url, returns_to
-from rounds import dashboard, leaderboard, services, uploads
+from modelzoo.services import active_ensemble
+from rounds import dashboard, leaderboard, preview, services, uploads
 from rounds.forms import DynascoreForm, UploadForm
 from rounds.models import PipelineRun, ResearcherModel
 from rounds.pipeline import snapshot
@@ -41,17 +46,42 @@ def console_context(task: Task, **extra: Any) -> dict[str, Any]:
 
 @login_required
 def task_console(request, slug: str):
+    """The overview: the open round, the models in the loop, the last pipeline job, and where to go next."""
     task = task_for(request, slug, roles.OWNER)
-    return render(request, "rounds/task_console.html", console_context(task))
+    return render(request, "rounds/task_console.html", console_context(task, health=task_health(task)))
 
 
 @login_required
-@require_POST
 @returns_to("rounds-task-console", "slug")
-def start_round(request, slug: str):
+def console_rounds(request, slug: str):
+    """The rounds: their figures, the pipeline jobs, the researchers' models, and closing the open round
+    after a confirmation that says what closing will do (a POST here starts the pipeline)."""
     task = task_for(request, slug, roles.OWNER)
-    run = services.start_pipeline(task, request.user, description=request.POST.get("description", ""))
-    return redirect("rounds-job", pk=run.pk)
+    if request.method == "POST":
+        run = services.start_pipeline(task, request.user, description=request.POST.get("description", ""))
+        return redirect("rounds-job", pk=run.pk)
+    unfinished = services.unfinished_run(task)
+    context = console_context(task, preview=None if unfinished else preview.close_preview(task))
+    return render(request, "rounds/console_rounds.html", context)
+
+
+@login_required
+def console_health(request, slug: str):
+    """What works for this task now (models in the loop, scoring); the site's service checks join here."""
+    task = task_for(request, slug, roles.OWNER)
+    return render(request, "rounds/console_health.html", {"task": task, "health": task_health(task)})
+
+
+def task_health(task: Task) -> dict[str, Any]:
+    round_ = task.current_round
+    ensemble = active_ensemble(round_) if round_ else None
+    examples = Example.objects.filter(round=round_) if round_ else Example.objects.none()
+    return {
+        "round": round_, "members": ensemble.ordered_members() if ensemble else [],
+        "pending": examples.filter(scoring_state=Example.Scoring.PENDING).count(),
+        "failed": examples.filter(scoring_state=Example.Scoring.FAILED).count(),
+        "last_run": PipelineRun.objects.filter(task=task).first(),
+    }
 
 
 def owned_run(request, pk: int) -> PipelineRun:

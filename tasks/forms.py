@@ -21,6 +21,15 @@ class SignupForm(UserCreationForm):
         model = User
         fields = ["username", "email"]
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # One short line each, instead of Django's list of password rules (the rules still apply).
+        self.fields["username"].help_text = "Shown on leaderboards. Letters, digits and @ . + - _ only."
+        self.fields["email"].help_text = "Optional."
+        self.fields["password1"].help_text = "At least 8 characters; not only digits, not a common password."
+        self.fields["password2"].help_text = ""
+        self.fields["username"].widget.attrs.update(autocomplete="username", autofocus=True)
+
 
 def parse_json_object(text: str, what: str) -> dict[str, Any]:
     if not text.strip():

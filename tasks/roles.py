@@ -41,6 +41,13 @@ def can_manage(user, task) -> bool:
     return is_admin(user) or task.owners.filter(pk=user.pk).exists()
 
 
+def manages_any(user) -> bool:
+    """May open the owner console: admins, and owners of at least one task (the navigation asks this)."""
+    if not user.is_authenticated:
+        return False
+    return is_admin(user) or user.owned_tasks.exists()
+
+
 def _in_group(user, role: str) -> bool:
     if not user.is_authenticated:
         return False

@@ -14,6 +14,7 @@ urlpatterns = [
     path("tasks/<slug:slug>/guidelines/", views.guidelines_page, name="tasks-guidelines"),
     path("tasks/<slug:slug>/guidelines/acknowledge/", views.acknowledge_guidelines, name="tasks-guidelines-ack"),
     path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/welcome/", views.welcome, name="welcome"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

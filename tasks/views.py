@@ -19,6 +19,7 @@ from accounts import throttles
 from dynabench_site.pages import back_url, returns_to
 from tasks import guidelines, roles
 from tasks.access import refusal, task_for, visible_tasks
+from tasks.config_form import ConfigForm
 from tasks.forms import GuidelinesForm, ImportForm, SettingsForm, SignupForm, TaskCreateForm
 from tasks.importing import ImportFailed, ImportSpec, import_lines
 from tasks.kinds import KINDS
@@ -26,10 +27,12 @@ from tasks.services import create_task
 
 
 def home(request):
-    # Figures come from template tags of the apps that own them (example_figures), not from here.
+    """What the platform is for, how a round works, each task with its live figures and what the viewer may
+    do on it. Figures come from template tags of the apps that own them (example_figures), not from here."""
     tasks = visible_tasks(request.user).prefetch_related("rounds")
-    rows = [{"task": t, "round": t.current_round} for t in tasks]
-    return render(request, "tasks/home.html", {"rows": rows})
+    rows = [{"task": t, "round": t.current_round, "roles": roles.role_names(request.user, t)} for t in tasks]
+    may = set().union(*(row["roles"] for row in rows)) if rows else set()
+    return render(request, "tasks/home.html", {"rows": rows, "may": may})
 
 
 def task_detail(request, slug: str):
@@ -51,8 +54,17 @@ def signup(request):
             accounts.record_signup(user, ip)
         throttles.count_signup(ip)
         login(request, user)
-        return redirect("home")
+        return redirect("welcome")
     return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+def welcome(request):
+    """After sign-up: what a new account can do next, task by task (guidelines, quizzes, writing)."""
+    tasks = visible_tasks(request.user).prefetch_related("rounds")
+    rows = [{"task": t, "round": t.current_round, "roles": roles.role_names(request.user, t),
+             "guidelines": guidelines.current(t)} for t in tasks]
+    return render(request, "registration/welcome.html", {"rows": rows})
 
 
 # --- guidelines ----------------------------------------------------------------------------------
@@ -114,15 +126,27 @@ def task_create(request):
 
 @login_required
 def task_settings(request, slug: str):
+    """The settings as a form generated from the kind's schema; the raw JSON stays as an advanced form
+    (a POST with `config` is that form)."""
     task = task_for(request, slug, roles.OWNER)
-    form = SettingsForm(request.POST or None, task=task)
-    if request.method == "POST" and form.is_valid():
-        task.name, task.config = form.cleaned_data["name"], form.cleaned_data["config"]
+    posted = request.POST if request.method == "POST" else None
+    advanced = posted is not None and "config" in posted
+    form = ConfigForm(None if advanced else posted, task=task)
+    json_form = SettingsForm(posted if advanced else None, task=task)
+    bound = json_form if advanced else form
+    if posted is not None and bound.is_valid():
+        task.name, task.config = bound.cleaned_data["name"], bound.cleaned_data["config"]
         task.save()
         messages.success(request, "Settings saved.")
         return redirect("tasks-settings", slug=task.slug)
-    return render(request, "tasks/task_settings.html", {"task": task, "form": form},
-                  status=400 if form.errors else 200)
+    context = {"task": task, "form": form, "json_form": json_form, "advanced": advanced,
+               "errors": json_errors(json_form) if advanced else form.error_list()}
+    return render(request, "tasks/task_settings.html", context, status=400 if bound.errors else 200)
+
+
+def json_errors(form: SettingsForm) -> list[dict[str, str]]:
+    return [{"id": form[name].id_for_label, "label": form.fields[name].label, "message": str(message)}
+            for name, messages in form.errors.items() if name in form.fields for message in messages]
 
 
 @login_required

@@ -21,7 +21,9 @@ def dataset_downloads(context, task) -> dict:
     manages = can_manage(user, task)
     return {
         "task": task,
-        "rows": [{"snapshot": s, "allowed": s.pk in allowed} for s in snapshots],
+        # Only the splits that hold rows get download links (an empty dev or test file helps nobody).
+        "rows": [{"snapshot": s, "allowed": s.pk in allowed,
+                  "splits": [name for name in SPLITS if (s.counts or {}).get(name)]} for s in snapshots],
         "can_manage": manages,
         "rounds": list(task.rounds.order_by("number")) if manages else [],
         "formats": list(FORMATS),

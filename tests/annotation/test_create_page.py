@@ -88,7 +88,7 @@ def test_writer_answers_a_qa_question_by_highlighting_a_span(browser, writer, qa
     start = QA_PASSAGE.index("the Champ de Mars")
     browser.execute_script(SELECT_SPAN, start - 1, start + len("the Champ de Mars"))  # with a leading space
     wait(browser).until(lambda b: b.find_element(By.ID, "answer-input").get_attribute("value") == "the Champ de Mars")
-    assert str(start) in browser.find_element(By.ID, "answer-status").text
+    assert browser.find_element(By.ID, "answer-status").text == "Highlighted in the passage."
     browser.find_element(By.ID, "submit").click()
     verdict_text(browser)
     assert Example.objects.get().target == {"text": "the Champ de Mars", "start": start}
@@ -109,14 +109,26 @@ def test_writer_retracts_an_example(browser, writer, sentiment, deploy):
     assert browser.find_element(By.ID, "retract").get_attribute("disabled")
 
 
+def fool_the_model(browser, text: str) -> None:
+    """Score `text` in the sandbox first, then submit it with a label the ensemble did not predict."""
+    browser.find_element(By.ID, "sandbox").click()
+    browser.find_element(By.ID, "input-text").send_keys(text)
+    browser.find_element(By.CSS_SELECTOR, "input[name=target][value=positive]").click()
+    browser.find_element(By.ID, "submit").click()
+    verdict_text(browser)
+    predicted = browser.find_element(By.ID, "ensemble-label").text
+    browser.find_element(By.ID, "sandbox").click()
+    other = next(label for label in ("positive", "negative", "neutral") if label != predicted)
+    browser.find_element(By.CSS_SELECTOR, f"input[name=target][value='{other}']").click()
+    browser.find_element(By.ID, "submit").click()
+    wait(browser).until(lambda b: "You fooled the model" in b.find_element(By.ID, "verdict-state").text)
+
+
 def test_writer_flags_and_explains_then_tries_again(browser, writer, sentiment, deploy):
     task, round, _ = sentiment
     deploy(round)
     open_create(browser, writer, task)
-    browser.find_element(By.ID, "input-text").send_keys("Not bad at all.")
-    browser.find_element(By.CSS_SELECTOR, "input[name=target][value=positive]").click()
-    browser.find_element(By.ID, "submit").click()
-    verdict_text(browser)
+    fool_the_model(browser, "Not bad at all.")
     browser.find_element(By.ID, "explain").click()
     browser.find_element(By.ID, "writer-explanation").send_keys("Double negation.")
     browser.find_element(By.ID, "explain-save").click()
@@ -130,6 +142,61 @@ def test_writer_flags_and_explains_then_tries_again(browser, writer, sentiment, 
     browser.find_element(By.ID, "try-again").click()
     assert not browser.find_element(By.ID, "verdict").is_displayed()
     assert browser.find_element(By.ID, "input-text").get_attribute("value") == ""
+
+
+def test_explaining_the_models_mistake_is_offered_only_when_it_made_one(browser, writer, sentiment, deploy):
+    task, round, _ = sentiment
+    deploy(round)
+    open_create(browser, writer, task)
+    browser.find_element(By.ID, "sandbox").click()
+    browser.find_element(By.ID, "input-text").send_keys("Every dish was a delight.")
+    browser.find_element(By.CSS_SELECTOR, "input[name=target][value=positive]").click()
+    browser.find_element(By.ID, "submit").click()
+    verdict_text(browser)
+    predicted = browser.find_element(By.ID, "ensemble-label").text
+    browser.find_element(By.ID, "sandbox").click()
+    browser.find_element(By.CSS_SELECTOR, f"input[name=target][value='{predicted}']").click()
+    browser.find_element(By.ID, "submit").click()  # the label the model predicts: not fooled
+    wait(browser).until(lambda b: "not fooled" in b.find_element(By.ID, "verdict-state").text)
+    assert not browser.find_element(By.ID, "explain").is_displayed()
+    assert browser.find_element(By.ID, "flag").is_displayed()
+
+
+def test_the_page_is_ready_to_type_and_counts_characters(browser, writer, sentiment, deploy):
+    task, round, _ = sentiment
+    task.config = {**task.config, "max_input_chars": 20}
+    task.save()
+    deploy(round)
+    open_create(browser, writer, task)
+    box = browser.find_element(By.ID, "input-text")
+    assert browser.switch_to.active_element == box
+    box.send_keys("Twelve chars")
+    assert browser.find_element(By.ID, "count-text").text == "12 / 20"
+    box.send_keys(" and then some more")
+    assert browser.find_element(By.ID, "count-text").text == "31 / 20: 11 too many"
+    assert box.get_attribute("value").endswith("some more")  # nothing is cut silently
+    browser.find_element(By.CSS_SELECTOR, "input[name=target][value=positive]").click()
+    browser.find_element(By.ID, "submit").click()
+    assert "the limit is 20" in browser.find_element(By.ID, "form-error").text
+    assert not Example.objects.exists()
+
+
+def test_a_typed_answer_found_twice_asks_which_occurrence(browser, writer, qa, deploy):
+    task, round, _ = qa
+    deploy(round)
+    open_create(browser, writer, task)
+    browser.find_element(By.ID, "input-question").send_keys("Where and when?")
+    browser.find_element(By.ID, "answer-input").send_keys("in")
+    wait(browser).until(lambda b: b.find_element(By.ID, "answer-occurrences").is_displayed())
+    assert "appears 2 times" in browser.find_element(By.ID, "answer-occurrences").text
+    browser.find_element(By.ID, "submit").click()  # not chosen yet: never silently the first
+    assert "choose which occurrence" in browser.find_element(By.ID, "form-error").text
+    assert not Example.objects.exists()
+    browser.find_element(By.CSS_SELECTOR, "label[for=occurrence-2]").click()
+    assert "Occurrence 2 of 2" in browser.find_element(By.ID, "answer-status").text
+    browser.find_element(By.ID, "submit").click()
+    verdict_text(browser)
+    assert Example.objects.get().target == {"text": "in", "start": QA_PASSAGE.index("in Paris")}
 
 
 def test_sandbox_shows_a_verdict_and_stores_nothing(browser, writer, sentiment, deploy):
@@ -154,7 +221,10 @@ def test_page_shows_saved_scoring_and_updates_when_the_verdict_arrives(browser, 
     browser.find_element(By.ID, "input-text").send_keys("Waiting for the model.")
     browser.find_element(By.CSS_SELECTOR, "input[name=target][value=neutral]").click()
     browser.find_element(By.ID, "submit").click()
+    assert browser.find_element(By.ID, "submit-label").text == "Scoring…"  # while the server waits for a verdict
+    assert browser.find_element(By.ID, "verdict-state").text == "Scoring your example…"
     wait(browser).until(lambda b: "Saved — scoring" in b.find_element(By.ID, "verdict-state").text)
+    assert browser.find_element(By.ID, "submit-label").text == "Submit"
     assert Example.objects.get().scoring_state == "pending"
     deploy(round)
     verdict_text(browser)

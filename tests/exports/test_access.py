@@ -118,3 +118,14 @@ def test_only_owners_publish(open_round, client_for):
     assert response.status_code == 201 and response.json()["version"] == 1
     again = client_for("owner").post("/api/tasks/sentiment/rounds/1/snapshots/", {"audience": "public"}, format="json")
     assert again.status_code == 200 and again.json()["version"] == 1
+
+
+def test_the_task_page_offers_only_splits_that_hold_rows(client, personas, task, open_round):
+    from exports.models import DatasetSnapshot
+
+    DatasetSnapshot.objects.create(task=task, round=open_round, version=1, audience="public", path="x.zip",
+                                   sha256="0" * 64, content_sha256="0" * 64, size_bytes=10,
+                                   counts={"train": 12, "dev": 0, "test": 0}, formats=["jsonl"])
+    client.force_login(personas.researcher)
+    downloads = client.get(f"/tasks/{task.slug}/").content.decode().split('id="downloads"')[1]
+    assert "split=train" in downloads and "split=dev" not in downloads and "split=test" not in downloads

@@ -35,7 +35,9 @@ def text(browser, selector: str) -> str:
 def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_task):
     task, owner = owner_task
     browser.login(owner)
-    browser.go("/tasks/small/console/")
+    browser.go("/tasks/small/console/rounds/")
+    browser.find_element(By.ID, "start-round-open").click()  # the confirmation says what closing will do
+    assert "Closing round 1 will:" in browser.find_element(By.ID, "close-round").text
     browser.find_element(By.ID, "start-round").click()
     WebDriverWait(browser, 10).until(lambda b: "/console/jobs/" in b.current_url)
     seen = set()

@@ -8,7 +8,7 @@ from tests.factories import TaskFactory, UserFactory
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_visitor_signs_up_and_sees_the_task_list(browser):
+def test_visitor_signs_up_and_sees_what_to_do_next(browser):
     TaskFactory(slug="nli-demo", name="NLI demo", kind="nli")
     browser.go("/accounts/signup/")
     browser.find_element(By.NAME, "username").send_keys("newcomer")
@@ -16,9 +16,9 @@ def test_visitor_signs_up_and_sees_the_task_list(browser):
     browser.find_element(By.NAME, "password1").send_keys("a-long-passphrase-42")
     browser.find_element(By.NAME, "password2").send_keys("a-long-passphrase-42")
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-    WebDriverWait(browser, 10).until(EC.presence_of_element_located((By.ID, "task-list")))
+    WebDriverWait(browser, 10).until(EC.presence_of_element_located((By.ID, "next-steps")))
     assert "newcomer" in browser.find_element(By.CLASS_NAME, "topbar").text
-    assert "NLI demo" in browser.find_element(By.ID, "task-list").text
+    assert "NLI demo" in browser.find_element(By.ID, "welcome-tasks").text
 
 
 @pytest.mark.browser

@@ -54,11 +54,44 @@
   }
 
   // --- QA answer: a highlighted (or typed) span of the passage ------------------------------------
-  function setAnswer(answer, fromInput) {
+  // A highlight says exactly where the answer is. A typed answer that occurs more than once in the passage
+  // is ambiguous: the writer picks the occurrence they mean (never silently the first).
+  function setAnswer(answer, fromInput, note) {
     state.answer = answer;
     if (!$("answer-input")) return;
     if (!fromInput) $("answer-input").value = answer ? answer.text : "";
-    $("answer-status").textContent = answer ? `answer at character ${answer.start}` : "";
+    if (!fromInput) showOccurrences([]);
+    $("answer-status").textContent = note !== undefined ? note : (answer ? "Highlighted in the passage." : "");
+  }
+
+  function occurrences(passage, text) {
+    const found = [];
+    for (let at = passage.indexOf(text); at >= 0; at = passage.indexOf(text, at + 1)) found.push(at);
+    return found;
+  }
+
+  function snippet(passage, start, length) {
+    const before = passage.slice(Math.max(0, start - 40), start);
+    const after = passage.slice(start + length, start + length + 40);
+    return [(start > 40 ? "…" : "") + before, passage.slice(start, start + length), after + (start + length + 40 < passage.length ? "…" : "")];
+  }
+
+  function showOccurrences(starts, text) {
+    const box = $("answer-occurrences");
+    if (!box) return;
+    box.replaceChildren();
+    box.hidden = starts.length < 2;
+    if (starts.length < 2) return;
+    const passage = passageEl().textContent;
+    box.append(el("legend", {}, `“${text}” appears ${starts.length} times in the passage. Which one do you mean?`));
+    starts.forEach((start, i) => {
+      const [before, match, after] = snippet(passage, start, text.length);
+      const input = el("input", { type: "radio", name: "answer-occurrence", value: String(start), id: `occurrence-${i + 1}` });
+      input.addEventListener("change", () =>
+        setAnswer({ text, start }, true, `Occurrence ${i + 1} of ${starts.length} chosen.`));
+      box.append(el("label", { class: "occurrence", for: `occurrence-${i + 1}` }, input,
+        el("span", {}, before, el("mark", {}, match), after)));
+    });
   }
 
   function selectionInPassage() {
@@ -83,9 +116,27 @@
 
   function onAnswerTyped() {
     const text = $("answer-input").value.trim();
-    const start = text ? passageEl().textContent.indexOf(text) : -1;
-    setAnswer(start >= 0 ? { text, start } : null, true);
-    if (text && start < 0) $("answer-status").textContent = "not found in the passage";
+    const starts = text ? occurrences(passageEl().textContent, text) : [];
+    showOccurrences(starts, text);
+    if (!text) setAnswer(null, true, "");
+    else if (starts.length === 0) setAnswer(null, true, "Not in the passage: type it exactly as it appears there, or highlight it.");
+    else if (starts.length === 1) setAnswer({ text, start: starts[0] }, true, "Found in the passage.");
+    else setAnswer(null, true, "Choose which occurrence you mean (below).");
+  }
+
+  // --- the character counter: the limit is shown before it is reached, never applied silently -------
+  function countChars(node) {
+    const count = $(`count-${node.dataset.inputField}`);
+    if (!count) return;
+    const length = node.value.length;
+    const over = length - cfg.max_input_chars;
+    count.textContent = over > 0 ? `${length} / ${cfg.max_input_chars}: ${over} too many` : `${length} / ${cfg.max_input_chars}`;
+    count.classList.toggle("near", over <= 0 && length >= 0.9 * cfg.max_input_chars);
+    count.classList.toggle("over", over > 0);
+  }
+
+  function tooLong() {
+    return Array.from(document.querySelectorAll("[data-input-field]")).find((n) => n.value.trim().length > cfg.max_input_chars);
   }
 
   // --- submission --------------------------------------------------------------------------------
@@ -109,29 +160,55 @@
     if (event) event.preventDefault();
     $("form-error").textContent = "";
     const { input, target } = readForm();
+    const long = tooLong();
+    if (long) {
+      showError(null, `${long.dataset.inputField}: ${long.value.trim().length} characters; the limit is ${cfg.max_input_chars}.`);
+      long.focus();
+      return;
+    }
     if (target === null || target === undefined) {
-      showError(null, cfg.answer_is_span ? "target: highlight the answer in the passage." : "target: choose a label.");
+      const typed = cfg.answer_is_span && $("answer-input").value.trim();
+      showError(null, !cfg.answer_is_span ? "Choose the label you intend."
+        : (typed ? "Answer: choose which occurrence in the passage you mean, or highlight it." : "Answer: highlight it in the passage, or type it."));
       return;
     }
     const sandbox = $("sandbox").checked;
     state.key = state.key || newKey();
     const body = { context_id: state.contextId, input, target, round: cfg.round, time_spent_ms: Date.now() - state.startedAt };
     if (!sandbox) body.idempotency_key = state.key;
-    $("submit").disabled = true;
+    setScoring(true);
     let result;
     try {
       result = await call("POST", api.submit(sandbox), body);
     } catch (error) {
-      $("submit").disabled = false;
+      setScoring(false);
+      $("verdict").hidden = true;
       showError(null, "The network failed; submit again (your example will not be saved twice).");
       return;
     }
-    $("submit").disabled = false;
+    setScoring(false);
+    if (!result.ok) $("verdict").hidden = true;  // the placeholder goes; the reason shows by the form
     if (result.status === 429) return showError(null, `Too many submissions; wait ${result.retryAfter || "a few"} seconds.`);
     if (!result.ok) return showError(result.data);
     state.key = null;
     if (sandbox) showVerdict(result.data, true);
     else { state.example = result.data; showVerdict(result.data, false); clearInputs(); refreshFigures(); }
+  }
+
+  // While the models score: the button says so, and the verdict card shows a spinner until the answer.
+  function setScoring(on) {
+    $("submit").disabled = on;
+    $("submit").setAttribute("aria-busy", on ? "true" : "false");
+    $("submit-label").textContent = on ? "Scoring…" : "Submit";
+    $("submit-spinner").hidden = !on;
+    if (!on) return;
+    $("verdict").hidden = false;
+    $("verdict-sandbox").hidden = true;
+    $("verdict-state").className = "verdict-state pending";
+    $("verdict-state").textContent = "Scoring your example…";
+    $("verdict-body").hidden = true;
+    $("verdict-actions").hidden = true;
+    $("verdict").scrollIntoView({ block: "nearest" });
   }
 
   // --- verdict -----------------------------------------------------------------------------------
@@ -191,7 +268,10 @@
   function showVerdict(example, sandbox) {
     $("verdict").hidden = false;
     $("verdict-sandbox").hidden = !sandbox;
-    ["retract", "flag", "explain"].forEach((id) => ($(id).hidden = sandbox));
+    ["retract", "flag"].forEach((id) => ($(id).hidden = sandbox));
+    $("verdict-actions").hidden = false;
+    // "Why was the model wrong?" only makes sense once it was: offered on a stored, fooling example.
+    $("explain").hidden = sandbox || example.scoring_state !== "scored" || !example.fooled;
     $("flag-form").hidden = $("explain-form").hidden = true;
     $("action-status").textContent = "";
     $("retract").disabled = !!example.retracted;
@@ -254,7 +334,7 @@
 
   // A stored example leaves the box empty: submitting the same text again would only be refused as a duplicate.
   function clearInputs() {
-    document.querySelectorAll("[data-input-field]").forEach((node) => (node.value = ""));
+    document.querySelectorAll("[data-input-field]").forEach((node) => { node.value = ""; countChars(node); });
     setAnswer(null);
     state.startedAt = Date.now();
   }
@@ -327,6 +407,12 @@
   $("try-again").addEventListener("click", tryAgain);
   $("inspiration-button").addEventListener("click", inspiration);
   document.addEventListener("keydown", onKey);
+  document.querySelectorAll("[data-input-field]").forEach((node) => {
+    node.addEventListener("input", () => countChars(node));
+    countChars(node);
+  });
+  const first = document.querySelector("[data-input-field]");
+  if (first && !document.querySelector("#guidelines-ack")) first.focus();  // ready to type (unless guidelines wait)
   const passage = passageEl();
   if (passage) {
     passage.addEventListener("mouseup", onPassageSelect);

@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand
 from modelzoo import data, services
 from modelzoo.heads import get_head
 from modelzoo.progress import tqdm_echo
+from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
 
 DEMO_TASKS = ["sentiment", "nli", "hate-speech", "qa"]
@@ -54,6 +55,7 @@ class Command(BaseCommand):
         versions = [self._member(task, round_, labelled, tests, seed, o) for seed in range(o["members"])]
         services.deploy_ensemble(round_, versions)
         self.stdout.write(f"{task.slug}: deployed {', '.join(v.name for v in versions)} for round {round_.number}")
+        ensemble_deployed.send(sender=self.__class__, round=round_, versions=versions)  # scored for the leaderboard
 
     def _member(self, task: Task, round_, labelled: data.LabelledSet, tests: list[data.LabelledSet], seed: int,
                 o: dict):

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from modelzoo import data, services
 from modelzoo.progress import tqdm_echo
+from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
 
 
@@ -59,3 +60,4 @@ class Command(BaseCommand):
             raise CommandError(f"task {task.slug} has no open round to deploy to")
         services.deploy_ensemble(round_, [version])
         self.stdout.write(self.style.SUCCESS(f"deployed {version.name} for {round_}"))
+        ensemble_deployed.send(sender=self.__class__, round=round_, versions=[version])  # scored for the leaderboard

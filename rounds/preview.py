@@ -1,0 +1,95 @@
+"""What closing the current round will do, in numbers, before the owner confirms it.
+
+Every figure comes from the module that owns the rule: the splits from `exports.splits.preview` (what an
+assignment now would store), the training and test sets as `rounds.datasets` builds them, the ensemble from
+the pipeline's options and the uploads the owner added, and the hardness pool from `hardness.services`.
+Nothing is stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from exports import splits
+from modelzoo.heads import get_head
+from rounds.datasets import BASE_TEST, dataset_label
+from rounds.models import ResearcherModel
+from rounds.options import pipeline_options
+from tasks.models import LabeledItem, Round, Task
+
+
+@dataclass
+class TestSet:
+    label: str
+    size: int
+
+
+@dataclass
+class ClosePreview:
+    closing: int | None  # the round closed now (None: the task has no round yet)
+    opening: int  # the round opened at the end
+    collected: int  # examples in the closing round that can be exported (scored, not retracted)
+    closing_splits: dict[str, int]  # train / dev / test / held_back / excluded of the closing round
+    train_imported: int  # imported train items (the seed data)
+    train_collected: int  # every round's train split
+    test_sets: list[TestSet] = field(default_factory=list)
+    seeds: int = 0  # models trained (one per seed)
+    uploads: list[str] = field(default_factory=list)  # researchers' models the owner added to the ensemble
+    seed_per_label: int = 0
+    labels: int = 0
+    pool: int = 0  # pool items not yet used as another round's seeds
+    seeding: bool = True  # whether the kind's models give probabilities (hardness needs them)
+    validation_continues: bool = True
+
+    @property
+    def train_total(self) -> int:
+        return self.train_imported + self.train_collected
+
+    @property
+    def members(self) -> int:
+        return self.seeds + len(self.uploads)
+
+    @property
+    def seeded_at_most(self) -> int:
+        return min(self.pool, self.seed_per_label * self.labels) if self.seeding else 0
+
+
+def close_preview(task: Task) -> ClosePreview:
+    closing = task.current_round or task.rounds.exclude(status=Round.Status.DRAFT).order_by("-number").first()
+    per_round = {r.number: splits.preview(r) for r in splits.rounds_with_data(task)}
+    options = pipeline_options()
+    preview = ClosePreview(
+        closing=closing.number if closing else None,
+        opening=(closing.number + 1) if closing else 1,
+        collected=splits.exported(closing).count() if closing else 0,
+        closing_splits=per_round.get(closing.number, {}) if closing else {},
+        train_imported=LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TRAIN).count(),
+        train_collected=sum(counts["train"] for counts in per_round.values()),
+        test_sets=test_sets(task, per_round),
+        seeds=len(options.seeds),
+        uploads=list(ResearcherModel.objects.filter(task=task, in_next_ensemble=True, model_version__isnull=False)
+                     .values_list("name", flat=True)),
+        seed_per_label=options.k,
+        labels=len(getattr(task.typed_config, "labels", []) or []),
+        pool=pool_size(task),
+        seeding=get_head(task.kind_impl.head).probabilities,
+        validation_continues=task.typed_config.validation.continue_after_close,
+    )
+    return preview
+
+
+def test_sets(task: Task, per_round: dict[int, dict[str, int]]) -> list[TestSet]:
+    """The sets every model will be evaluated on: each round's test split, then the base test set."""
+    out = [TestSet(dataset_label(f"round-{n}/test"), counts["test"]) for n, counts in sorted(per_round.items())
+           if counts["test"]]
+    base = LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TEST).count()
+    if base:
+        out.append(TestSet(dataset_label(BASE_TEST), base))
+    return out
+
+
+def pool_size(task: Task) -> int:
+    # Imported here, as rounds.seeding does: hardness brings scipy, which the web process otherwise never needs.
+    from hardness.services import item_pool
+
+    return item_pool(task, None).count()

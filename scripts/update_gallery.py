@@ -1,0 +1,45 @@
+"""Copy the persona walks' pictures of each persona's main page (var/screenshots/, written by
+`pytest tests/site/test_persona_walks.py`) into docs/gallery/, smaller: 1400 px pictures at 1000 px wide, every
+picture in 256 colours. Run it after the walks when the pages change:
+
+    .venv/bin/python -m pytest tests/site/test_persona_walks.py && .venv/bin/python scripts/update_gallery.py
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE, TARGET = ROOT / "var" / "screenshots", ROOT / "docs" / "gallery"
+MAIN_PAGES = ("anonymous-home", "new-signup-welcome", "annotator-create", "annotator-verdict", "validator-validate",
+              "expert-queue", "owner-console", "owner-settings", "owner-close-round", "researcher-task",
+              "anonymous-dashboard", "admin-console")
+WIDE, WIDE_TO = 1400, 1000
+
+
+def shrink(source: Path, target: Path) -> int:
+    image = Image.open(source).convert("RGB")
+    if image.width == WIDE:
+        image = image.resize((WIDE_TO, round(image.height * WIDE_TO / WIDE)), Image.LANCZOS)
+    image.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(target, optimize=True)
+    return target.stat().st_size
+
+
+def main() -> int:
+    missing = [f"{name}-{width}.png" for name in MAIN_PAGES for width in (1400, 420)
+               if not (SOURCE / f"{name}-{width}.png").is_file()]
+    if missing:
+        print(f"missing in {SOURCE}: {', '.join(missing)} (run the persona walks first)", file=sys.stderr)
+        return 1
+    TARGET.mkdir(parents=True, exist_ok=True)
+    total = sum(shrink(SOURCE / f"{name}-{width}.png", TARGET / f"{name}-{width}.png")
+                for name in MAIN_PAGES for width in (1400, 420))
+    print(f"{len(MAIN_PAGES) * 2} pictures, {total / 1e6:.1f} MB in {TARGET}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
