@@ -16,8 +16,10 @@ from annotation.models import Example
 from crowd import badges, links, members, pay, quizzes
 from crowd.forms import AppointForm, BatchForm, QuizItemForm, QuizSettingsForm, SuspendForm
 from crowd.models import Assignment, Badge, Quiz, WorkerBatch
+from dynabench_site import csvsafe
 from dynabench_site.errors import InvalidInput
 from dynabench_site.pages import back_url, returns_to
+from dynabench_site.params import whole_numbers
 from tasks import guidelines, roles
 from tasks.access import task_for, visible_tasks
 from tasks.models import LabeledItem, Suspension, Task, TaskMembership
@@ -151,7 +153,7 @@ def quiz_remove(request, slug: str, role: str, item: int):
 
 
 def ids(values: list[str]) -> list[int]:
-    return [int(v) for v in values if v.isdigit()]
+    return whole_numbers(values)
 
 
 # --- gold (owner) --------------------------------------------------------------------------------
@@ -217,10 +219,10 @@ def batch_page(request, pk: int):
 @login_required
 def batch_links_csv(request, pk: int):
     batch = owned_batch(request, pk)
-    lines = ["worker_id,assignment_id,link\n"] + [
-        f"{a.worker_id},{a.assignment_id},{request.build_absolute_uri(links.link_path(a))}\n"
-        for a in batch.assignments.select_related("batch")]
-    return csv_response("".join(lines), f"{batch.task.slug}-batch{batch.pk}-links.csv")
+    rows = [[a.worker_id, a.assignment_id, request.build_absolute_uri(links.link_path(a))]
+            for a in batch.assignments.select_related("batch")]
+    text = csvsafe.rows_text([["worker_id", "assignment_id", "link"], *rows])
+    return csv_response(text, f"{batch.task.slug}-batch{batch.pk}-links.csv")
 
 
 @login_required
