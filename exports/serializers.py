@@ -4,7 +4,7 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from exports.formats import FORMATS
-from exports.models import DatasetSnapshot, ReadOnlyToken
+from exports.models import DatasetSnapshot
 
 
 class SnapshotSerializer(serializers.ModelSerializer):
@@ -49,10 +49,3 @@ class PublishSerializer(serializers.Serializer):
     audience = serializers.ChoiceField(DatasetSnapshot.Audience.choices, default=DatasetSnapshot.Audience.RESEARCHERS)
     formats = serializers.ListField(child=serializers.ChoiceField(sorted(FORMATS)), required=False, allow_empty=False)
     include_excluded = serializers.BooleanField(default=False)
-
-
-class TokenSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = ReadOnlyToken
-        fields = ["id", "name", "hint", "created_at", "last_used_at", "revoked_at"]
-        read_only_fields = ["id", "hint", "created_at", "last_used_at", "revoked_at"]
