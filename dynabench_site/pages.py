@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib import messages
+from django.forms import Form
+from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -54,6 +56,23 @@ def returns_to(url_name: str | None = None, *url_kwargs: str, say: str = "{error
     return mark
 
 
+def refused_form(form: Form, message: str) -> Form:
+    """`form` (bound to what was sent) showing `message` as its only error, without validating it: a
+    refusal that comes before validation (a rate limit) must not run it (validating a login form checks
+    the password)."""
+    form.cleaned_data = {}
+    form._errors = ErrorDict()
+    form.add_error(None, message)
+    return form
+
+
+def throttled_page(request: HttpRequest, template: str, context: dict, wait: int) -> HttpResponse:
+    """A form page shown again after a rate limit: 429 with Retry-After (the form carries the message)."""
+    response = render(request, template, context, status=429)
+    response["Retry-After"] = str(wait)
+    return response
+
+
 def back_url(request: HttpRequest, default: str | None) -> str | None:
     """The form's `next` field when it is a page of this site (or a query string on `default`), else `default`."""
     target = request.POST.get("next", "")
@@ -84,6 +103,9 @@ class DomainErrorMiddleware:
         target = back.url(request) if back is not None and request.method == "POST" else None
         if target is None:
             context = {"status": exc.status_code, "message": error_text(exc)}
-            return render(request, "error.html", context, status=exc.status_code)
+            response = render(request, "error.html", context, status=exc.status_code)
+            if getattr(exc, "retry_after", None):
+                response["Retry-After"] = str(exc.retry_after)
+            return response
         messages.error(request, back.message(request, exc))
         return redirect(target)

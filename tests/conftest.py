@@ -10,6 +10,16 @@ from tests.factories import RoundFactory, TaskFactory
 from tests.personas import make_personas
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate limits count in the cache (local memory in tests): every test starts with none counted."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
 @pytest.fixture
 def data_dir() -> Path:
     """The shared real datasets (DATA_DIR, default ../shared/data)."""
