@@ -50,7 +50,8 @@ def too_large_message(size: int | None, multipart: bool = True) -> str:
     said = f"{size / MB:.1f} MB; " if size is not None else ""
     if multipart:
         return f"The upload is too large ({said}the limit is {settings.ROUNDS_UPLOAD_MAX_MB} MB). Nothing was stored."
-    return f"The request body is too large ({said}the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE // MB} MB)."
+    said = f"{size} bytes; " if size is not None else ""
+    return f"The request body is too large ({said}the limit is {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes)."
 
 
 def declared_length(request: HttpRequest) -> int | None:

@@ -59,7 +59,7 @@ class BoundedJSONParser(JSONParser):
         # (DATA_UPLOAD_MAX_MEMORY_SIZE) never runs for JSON bodies.
         raw = stream.read(-1 if cap is None else cap + 1) if stream is not None else b""
         if cap is not None and len(raw) > cap:
-            raise BodyTooLarge(f"The request body is larger than {cap // 1024 // 1024} MB.")
+            raise BodyTooLarge(f"The request body is too large (the limit is {cap} bytes).")
         try:
             return loads_bounded(raw, MAX_DEPTH)
         except UnicodeDecodeError:

@@ -17,7 +17,7 @@ from accounts.authentication import ApiTokenAuthentication
 from accounts.models import ApiToken
 from exports import access, services
 from exports.models import DatasetSnapshot
-from exports.serializers import PublishSerializer, SnapshotSerializer
+from exports.serializers import PublishSerializer, SnapshotListSerializer, SnapshotSerializer
 from tasks.access import TaskScopedMixin
 from tasks.models import Task
 from tasks.roles import can_manage
@@ -76,7 +76,7 @@ FILE_PARAMS = [
 class DatasetListView(TaskDatasetView):
     """GET /api/tasks/{slug}/datasets/: the task's published snapshots, newest version first per round."""
 
-    @extend_schema(responses=SnapshotSerializer(many=True))
+    @extend_schema(responses=SnapshotListSerializer)
     def get(self, request, slug: str) -> Response:
         task = self.get_task()
         snapshots = DatasetSnapshot.objects.filter(task=task).select_related("round", "task")

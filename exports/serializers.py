@@ -45,6 +45,13 @@ class SnapshotSerializer(serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(f"{path}?version={snapshot.version}")
 
 
+class SnapshotListSerializer(serializers.Serializer):
+    task = serializers.CharField()
+    count = serializers.IntegerField()
+    can_use_live = serializers.BooleanField(help_text="you may download the live (unpublished) data")
+    results = SnapshotSerializer(many=True)
+
+
 class PublishSerializer(serializers.Serializer):
     audience = serializers.ChoiceField(DatasetSnapshot.Audience.choices, default=DatasetSnapshot.Audience.RESEARCHERS)
     formats = serializers.ListField(child=serializers.ChoiceField(sorted(FORMATS)), required=False, allow_empty=False)
