@@ -26,7 +26,8 @@ def neutralise(value: Any) -> Any:
 
 
 def rows_text(rows: Iterable[Iterable[Any]]) -> str:
-    """CSV text (RFC 4180 quoting, "\\n" line ends) of `rows`, every cell neutralised."""
+    """RFC 4180 CSV text of `rows` (CRLF line ends), every cell neutralised. CRLF also makes the writer quote a
+    cell holding a lone carriage return; with "\\n" line ends Python's csv leaves it bare and splits the row."""
     buffer = io.StringIO()
-    csv.writer(buffer, lineterminator="\n").writerows([neutralise(cell) for cell in row] for row in rows)
+    csv.writer(buffer, lineterminator="\r\n").writerows([neutralise(cell) for cell in row] for row in rows)
     return buffer.getvalue()
