@@ -21,6 +21,8 @@ class LoginView(auth_views.LoginView):
     """Django's login page, with sign-in attempts limited per address and per username (LOGIN_RATE):
     over the limit the form comes back with the message, 429 and Retry-After, and the password is not checked."""
 
+    http_method_names = ["get", "post", "head", "options"]  # not Django's PUT alias of POST
+
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         wait = throttles.check_login(request, request.POST.get("username", ""))
         if wait is None:

@@ -97,7 +97,8 @@ def people(request, slug: str):
 @login_required
 def quiz_edit(request, slug: str, role: str):
     task = task_for(request, slug, roles.OWNER)
-    quiz = quizzes.ensure_quiz(task, role)
+    # A GET shows the quiz without creating it (GETs change nothing); a POST saves it.
+    quiz = quizzes.ensure_quiz(task, role) if request.method == "POST" else quizzes.draft_quiz(task, role)
     settings_form = QuizSettingsForm(request.POST if request.POST.get("form") == "settings" else None,
                                      initial={"pass_mark": quiz.pass_mark, "max_attempts": quiz.max_attempts,
                                               "active": quiz.active})
@@ -111,14 +112,17 @@ def quiz_edit(request, slug: str, role: str):
             quizzes.add_item(quiz, **item_form.item(), source="written by an owner")
             messages.success(request, "Question added.")
             return redirect("crowd-quiz-edit", slug=slug, role=role)
+    saved = quiz.pk is not None
     return render(request, "crowd/quiz_edit.html", {
-        "task": task, "quiz": quiz, "questions": quizzes.questions(quiz), "settings_form": settings_form,
-        "item_form": item_form, "summary": quizzes.summary(quiz), **quiz_candidates(task, quiz),
+        "task": task, "quiz": quiz, "questions": quizzes.questions(quiz) if saved else [],
+        "settings_form": settings_form, "item_form": item_form,
+        "summary": quizzes.summary(quiz) if saved else {"items": 0, "attempts": 0, "takers": 0, "passed": 0},
+        **quiz_candidates(task, quiz),
     }, status=400 if request.method == "POST" else 200)
 
 
 def quiz_candidates(task: Task, quiz: Quiz) -> dict:
-    used = set(quiz.items.values_list("source", flat=True))
+    used = set(quiz.items.values_list("source", flat=True)) if quiz.pk else set()
     items = [i for i in LabeledItem.objects.filter(task=task).order_by("id")[:60] if f"labelled item {i.pk}" not in used]
     decided = Example.objects.filter(round__task=task, retracted=False,
                                      consensus__in=[Example.Consensus.VERIFIED, Example.Consensus.REJECTED])

@@ -3,8 +3,9 @@
 A service raises a `DomainError`; the page view does not catch it. `DomainErrorMiddleware` answers:
 
 - a form view marked with `@returns_to(...)`: back to the page the form is on, with the error shown as a
-  message (what a person submitting a form expects: the same page, saying what was wrong);
-- anything else: the error page, with the error's status (400, 403, 404, 409, 502, 503) and its message.
+  message (what a person submitting a form expects: the same page, saying what was wrong), unless the error
+  is a refusal for lack of permission (403) or of something that does not exist for them (404);
+- anything else: the error page, with the error's status (400, 403, 404, 409, 429, 502, 503) and its message.
 
 The page to go back to is the form's `next` field when it names a page of this site (templates put
 `request.get_full_path` there, so filters survive), else the page the view declared.
@@ -100,7 +101,10 @@ class DomainErrorMiddleware:
             return None
         view = request.resolver_match.func if request.resolver_match else None
         back: ReturnsTo | None = getattr(view, "returns_to", None)
-        target = back.url(request) if back is not None and request.method == "POST" else None
+        # Lack of permission (403) or a thing that does not exist for this user (404) is never a redirect with a
+        # message: the error page says it with its status, whatever page the form came from.
+        refused = exc.status_code in (403, 404)
+        target = back.url(request) if back is not None and request.method == "POST" and not refused else None
         if target is None:
             context = {"status": exc.status_code, "message": error_text(exc)}
             response = render(request, "error.html", context, status=exc.status_code)
