@@ -7,13 +7,14 @@ from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dynabench_site import bodylimit
 from dynabench_site.params import whole_number
+from dynabench_site.parsers import BoundedJSONParser
 from rounds import dashboard, leaderboard, pipeline, services, uploads
 from rounds.models import PipelineRun, ResearcherModel
 from rounds.serializers import (
@@ -132,7 +133,7 @@ class ModelUploadView(TaskView):
     `description`, and `files` (config.json, model.safetensors, tokenizer files). Refusals answer 400 with
     one message per problem."""
 
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, BoundedJSONParser]
 
     def get_permissions(self):
         if self.request.method == "POST":
