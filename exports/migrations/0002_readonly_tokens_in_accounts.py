@@ -16,21 +16,24 @@ def copy_tokens(apps, schema_editor):
     old = apps.get_model("exports", "ReadOnlyToken")
     new = apps.get_model("accounts", "ApiToken")
     expires = timezone.now() + timedelta(days=settings.TOKEN_TTL_DAYS)
+    there = set(new.objects.values_list("key_hash", flat=True))
     new.objects.bulk_create(
         new(user_id=t.user_id, name=t.name, access="read", key_hash=t.key_hash, hint=t.hint, created_at=t.created_at,
             expires_at=expires, last_used_at=t.last_used_at, revoked_at=t.revoked_at)
-        for t in old.objects.all()
+        for t in old.objects.exclude(key_hash__in=there)
     )
 
 
 def copy_back(apps, schema_editor):
     old = apps.get_model("exports", "ReadOnlyToken")
     new = apps.get_model("accounts", "ApiToken")
+    moved = new.objects.filter(access="read")
     old.objects.bulk_create(
         old(user_id=t.user_id, name=t.name, key_hash=t.key_hash, hint=t.hint, last_used_at=t.last_used_at,
             revoked_at=t.revoked_at)
-        for t in new.objects.filter(access="read")
+        for t in moved
     )
+    moved.delete()
 
 
 class Migration(migrations.Migration):
