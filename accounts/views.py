@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
-from django.contrib import messages
+from django.contrib import admin, messages
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -29,6 +29,18 @@ class LoginView(auth_views.LoginView):
             return super().post(request, *args, **kwargs)
         form = refused_form(self.get_form(), throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait)))
         return throttled_page(request, self.template_name, self.get_context_data(form=form), wait)
+
+
+def admin_login(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+    """Django admin's login page with the same sign-in limit (the attempts count with the site's login)."""
+    if request.method == "POST":
+        wait = throttles.check_login(request, request.POST.get("username", ""))
+        if wait is not None:
+            message = throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait))
+            response = render(request, "error.html", {"status": 429, "message": message}, status=429)
+            response["Retry-After"] = str(wait)
+            return response
+    return admin.site.login(request, *args, **kwargs)
 
 
 class TokenForm(forms.Form):

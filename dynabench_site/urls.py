@@ -2,6 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from accounts import views as accounts_views
+
 api_patterns = [
     path("", include("accounts.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -16,6 +18,8 @@ api_patterns = [
 ]
 
 urlpatterns = [
+    # The admin's login page with the site's sign-in limit (LOGIN_RATE), before the admin's own routes.
+    path("admin/login/", accounts_views.admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
     path("", include("accounts.urls")),

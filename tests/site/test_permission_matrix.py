@@ -317,6 +317,9 @@ ROWS: list[Row] = [
     Row("assignments/<int:pk>/finish/", "POST", lambda w, u: assignment_path(w, u, "finish/"), expect(HIDDEN)),
     # --- Django's admin: staff only (its own login page) -------------------------------------------
     Row("admin/", "GET", p("/admin/"), expect(LOGIN, only=("admin",))),
+    Row("admin/login/", "GET", p("/admin/login/"), EVERYONE),
+    Row("admin/login/", "POST", p("/admin/login/"), EVERYONE, credentials,
+        note="(the form again for a wrong or non-staff account)"),
 ]
 
 

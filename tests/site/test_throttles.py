@@ -41,6 +41,16 @@ def test_sign_in_attempts_count_per_username_across_addresses(settings):
     assert login_page(Client(REMOTE_ADDR="198.51.100.3"), "someone-else").status_code == 200
 
 
+def test_the_admin_login_page_shares_the_sign_in_limit(settings):
+    settings.LOGIN_RATE = "1/min"
+    UserFactory(username="boss", is_staff=True, is_superuser=True)
+    client = Client(REMOTE_ADDR="198.51.100.11")
+    assert login_page(client, "boss").status_code == 200
+    refused = client.post("/admin/login/", {"username": "boss", "password": PASSWORD})
+    assert refused.status_code == 429 and refused["Retry-After"]
+    assert "Too many sign-in attempts" in refused.content.decode() and "_auth_user_id" not in client.session
+
+
 def test_the_token_endpoint_shares_the_sign_in_limit(settings):
     settings.LOGIN_RATE = "2/min"
     UserFactory(username="scripter")
