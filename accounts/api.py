@@ -61,7 +61,7 @@ class ObtainTokenView(APIView):
     @extend_schema(
         summary="Create an API token with your username and password",
         description="Answers the new token with its key (shown once). Every token expires after TOKEN_TTL_DAYS. "
-                    "Sign-in attempts are limited per address and per username (LOGIN_RATE): 429 with Retry-After.",
+                    "Failed sign-ins are limited per address and per username (LOGIN_RATE): 429 with Retry-After.",
         request=CredentialsSerializer,
         responses={200: NewTokenSerializer, 400: OpenApiResponse(description="missing fields or wrong credentials"),
                    429: OpenApiResponse(description="too many attempts")},
@@ -76,6 +76,7 @@ class ObtainTokenView(APIView):
             raise exceptions.Throttled(wait=wait, detail=throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait)))
         user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
+            throttles.login_failed(request, data["username"])
             raise exceptions.ValidationError({"non_field_errors": ["Unable to log in with provided credentials."]})
         token, raw = tokens.issue(user, data["name"], data["access"])
         return Response(new_token_payload(token, raw), status=status.HTTP_200_OK)

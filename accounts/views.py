@@ -18,29 +18,36 @@ from dynabench_site.pages import refused_form, returns_to, throttled_page
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login page, with sign-in attempts limited per address and per username (LOGIN_RATE):
-    over the limit the form comes back with the message, 429 and Retry-After, and the password is not checked."""
+    """Django's login page, with failed sign-ins limited per address and per username (LOGIN_RATE): over the
+    limit the form comes back with the message, 429 and Retry-After, and the password is not checked."""
 
     http_method_names = ["get", "post", "head", "options"]  # not Django's PUT alias of POST
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        wait = throttles.check_login(request, request.POST.get("username", ""))
-        if wait is None:
-            return super().post(request, *args, **kwargs)
-        form = refused_form(self.get_form(), throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait)))
-        return throttled_page(request, self.template_name, self.get_context_data(form=form), wait)
+        username = request.POST.get("username", "")
+        wait = throttles.check_login(request, username)
+        if wait is not None:
+            form = refused_form(self.get_form(), throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait)))
+            return throttled_page(request, self.template_name, self.get_context_data(form=form), wait)
+        return super().post(request, *args, **kwargs)
+
+    def form_invalid(self, form):
+        throttles.login_failed(self.request, self.request.POST.get("username", ""))
+        return super().form_invalid(form)
 
 
 def admin_login(request: HttpRequest, *args, **kwargs) -> HttpResponse:
     """Django admin's login page with the same sign-in limit (the attempts count with the site's login)."""
-    if request.method == "POST":
-        wait = throttles.check_login(request, request.POST.get("username", ""))
-        if wait is not None:
-            message = throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait))
-            response = render(request, "error.html", {"status": 429, "message": message}, status=429)
-            response["Retry-After"] = str(wait)
-            return response
-    return admin.site.login(request, *args, **kwargs)
+    username = request.POST.get("username", "")
+    if request.method == "POST" and (wait := throttles.check_login(request, username)) is not None:
+        message = throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait))
+        response = render(request, "error.html", {"status": 429, "message": message}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
+    response = admin.site.login(request, *args, **kwargs)
+    if request.method == "POST" and response.status_code == 200:  # the form again: the sign-in failed
+        throttles.login_failed(request, username)
+    return response
 
 
 class TokenForm(forms.Form):

@@ -198,7 +198,7 @@ SPECTACULAR_SETTINGS = {
 # the API answers 429 with Retry-After, a page shows its form again with the message.
 # Accounts created per address (accounts.throttles): a brake on sock-puppet accounts.
 SIGNUP_RATE = env_rate("SIGNUP_RATE", "5/hour")
-# Sign-in attempts (the login page and POST /api/auth/token/), per address and per username.
+# Failed sign-ins (the login pages and POST /api/auth/token/), per address and per username.
 LOGIN_RATE = env_rate("LOGIN_RATE", "10/min")
 # API tokens created per account (the "My tokens" page and the API).
 TOKEN_RATE = env_rate("TOKEN_RATE", "20/hour")

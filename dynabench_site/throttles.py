@@ -139,19 +139,25 @@ class TokenThrottle(PerUserThrottle):
 
 
 def login_idents(request, username: str) -> list[str]:
-    """Sign-in attempts count per address and per username (a guess at one account from many addresses)."""
+    """Failed sign-ins count per address and per username (a guess at one account from many addresses). Only
+    failures count: a class signing in together from one address is never held back."""
     idents = [f"ip:{client_address(request)}"]
     if username:
         idents.append(f"user:{username.strip().lower()[:150]}")
     return idents
 
 
-LOGIN_MESSAGE = "Too many sign-in attempts; try again in {wait}."
+LOGIN_MESSAGE = "Too many failed sign-in attempts; try again in {wait}."
 
 
 def check_login(request, username: str) -> int | None:
-    """Count a sign-in attempt (page or API); the wait when there were too many."""
-    return hit("login", login_idents(request, username), settings.LOGIN_RATE)
+    """Before a sign-in is tried (page or API): the wait when its address or username failed too often."""
+    return hit("login", login_idents(request, username), settings.LOGIN_RATE, count=False)
+
+
+def login_failed(request, username: str) -> None:
+    """Count a failed sign-in against its address and username."""
+    record("login", login_idents(request, username), settings.LOGIN_RATE)
 
 
 def check_vote(user) -> None:

@@ -28,8 +28,15 @@ def test_the_login_page_limits_attempts_and_shows_the_form_again(settings):
     refused = login_page(client, "victim", PASSWORD)  # even the right password is not checked now
     assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
     page = refused.content.decode()
-    assert "Too many sign-in attempts; try again in" in page and 'name="username"' in page
+    assert "Too many failed sign-in attempts; try again in" in page and 'name="username"' in page
     assert "_auth_user_id" not in client.session
+
+
+def test_successful_sign_ins_from_one_address_are_never_held_back(settings):
+    settings.LOGIN_RATE = "2/min"
+    for name in ("pupil1", "pupil2", "pupil3", "pupil4"):  # a class behind one address
+        UserFactory(username=name)
+        assert login_page(Client(REMOTE_ADDR="198.51.100.50"), name, PASSWORD).status_code == 302
 
 
 def test_sign_in_attempts_count_per_username_across_addresses(settings):
@@ -48,7 +55,7 @@ def test_the_admin_login_page_shares_the_sign_in_limit(settings):
     assert login_page(client, "boss").status_code == 200
     refused = client.post("/admin/login/", {"username": "boss", "password": PASSWORD})
     assert refused.status_code == 429 and refused["Retry-After"]
-    assert "Too many sign-in attempts" in refused.content.decode() and "_auth_user_id" not in client.session
+    assert "Too many failed sign-in attempts" in refused.content.decode() and "_auth_user_id" not in client.session
 
 
 def test_the_token_endpoint_shares_the_sign_in_limit(settings):
@@ -59,7 +66,7 @@ def test_the_token_endpoint_shares_the_sign_in_limit(settings):
     assert api.post("/api/auth/token/", {"username": "scripter", "password": "nope"}, format="json").status_code == 400
     refused = api.post("/api/auth/token/", {"username": "scripter", "password": PASSWORD}, format="json")
     assert refused.status_code == 429 and refused["Retry-After"]
-    assert refused.json()["detail"].startswith("Too many sign-in attempts; try again in")
+    assert refused.json()["detail"].startswith("Too many failed sign-in attempts; try again in")
     assert not ApiToken.objects.exists()
 
 
