@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -32,6 +30,7 @@ from annotation.serializers import (
     WriterFiguresSerializer,
 )
 from annotation.throttles import SandboxThrottle, TaskSubmissionThrottle
+from dynabench_site.params import whole_number
 from tasks import roles
 from tasks.access import TaskScopedMixin, visible_task
 from tasks.models import Task
@@ -58,12 +57,12 @@ class NextContextView(TaskScopedView):
                     "`exclude` names the context shown now, for 'new context'.",
         parameters=[OpenApiParameter("exclude", int, description="the context shown now (for 'new context')")],
         request=None,
-        responses={200: ContextSerializer, 204: OpenApiResponse(description="the task has no contexts"), 409: None},
+        responses={200: ContextSerializer, 204: OpenApiResponse(description="the task has no contexts"), 400: None,
+                   409: None},
     )
     def post(self, request: Request, slug: str) -> Response:
-        exclude = request.query_params.get("exclude", "")
-        exclude_id = int(exclude) if re.fullmatch(r"[0-9]{1,18}", exclude) else None
-        context = services.next_context(self.get_task(), self.open_round(), exclude=exclude_id)
+        exclude = whole_number(request.query_params.get("exclude"), "exclude")
+        context = services.next_context(self.get_task(), self.open_round(), exclude=exclude)
         if context is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(ContextSerializer(context).data)

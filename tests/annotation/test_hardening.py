@@ -76,20 +76,6 @@ def test_the_same_idempotency_key_on_another_task_is_another_example(writer_api,
     assert Example.objects.count() == 2
 
 
-@pytest.fixture
-def redis_down(settings):
-    """The cache is a real Redis client pointed at a port where nothing listens: every access raises."""
-    working = settings.CACHES
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                                   "LOCATION": "redis://127.0.0.1:9/0"}}
-    from django.core.cache import cache
-
-    with pytest.raises(Exception):  # noqa: B017 - whatever the client raises, the cache is really down
-        cache.get("probe")
-    yield
-    settings.CACHES = working  # back before the suite's own fixtures clear the cache
-
-
 def test_a_cache_outage_never_loses_a_submission(writer_api, sentiment, redis_down):
     task, _, context = sentiment
     response = post(writer_api, task, sentiment_body(context))

@@ -117,15 +117,6 @@ def test_expert_votes_on_the_page_count_against_the_same_limit(settings, client,
     assert not second.validations.exists()
 
 
-@pytest.fixture
-def redis_down(settings):
-    working = settings.CACHES
-    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
-                                   "LOCATION": "redis://127.0.0.1:9/0"}}
-    yield
-    settings.CACHES = working
-
-
 def test_a_cache_outage_leaves_sign_in_sign_up_tokens_and_votes_working(redis_down, client_for, open_round, settings):
     settings.LOGIN_RATE = settings.SIGNUP_RATE = settings.TOKEN_RATE = settings.VOTE_RATE = "1/hour"
     UserFactory(username="scripter")
