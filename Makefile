@@ -23,10 +23,11 @@ migrate: $(STAMP)
 demo: migrate
 	$(PY) manage.py load_demo
 
+# Development mode is explicit: DEBUG defaults to false everywhere else (docs/SECURITY.md).
 run: demo
 	$(PY) manage.py demo_models
 	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
-	$(PY) manage.py runserver $(HOST):$(PORT)
+	DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
 
 # The suite runs on the PostgreSQL of this machine kind by default (PostgreSQL-only tests skip on SQLite).
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test

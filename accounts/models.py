@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Account(models.Model):
@@ -42,3 +43,51 @@ class Account(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} ({self.origin})"
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def active(self, now=None) -> ApiTokenQuerySet:
+        """Tokens that authenticate now: not revoked, not expired."""
+        return self.filter(revoked_at__isnull=True, expires_at__gt=now or timezone.now())
+
+
+class ApiToken(models.Model):
+    """A key for API scripts, acting as its user: full access, or read only (GET, HEAD, OPTIONS).
+
+    Only a SHA-256 of the key is stored; the key is shown once, when it is created. Every token expires
+    (TOKEN_TTL_DAYS after creation) and its owner can revoke it ("My tokens", or DELETE /api/tokens/{id}/).
+    """
+
+    class Access(models.TextChoices):
+        FULL = "full", "Full access (acts as you)"
+        READ = "read", "Read only (GET, HEAD, OPTIONS)"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True, default="")
+    access = models.CharField(max_length=4, choices=Access.choices, default=Access.FULL)
+    key_hash = models.CharField(max_length=64, unique=True)
+    hint = models.CharField(max_length=12, help_text="the key's first characters, to recognise it")
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "created_at"], name="apitoken_user_created")]
+
+    def __str__(self) -> str:
+        return f"{self.get_access_display()} token {self.hint}… of {self.user}"
+
+    @property
+    def read_only(self) -> bool:
+        return self.access == self.Access.READ
+
+    @property
+    def state(self) -> str:
+        """active, expired or revoked."""
+        if self.revoked_at is not None:
+            return "revoked"
+        return "expired" if self.expires_at <= timezone.now() else "active"

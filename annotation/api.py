@@ -30,6 +30,7 @@ from annotation.serializers import (
     WriterFiguresSerializer,
 )
 from annotation.throttles import SandboxThrottle, TaskSubmissionThrottle
+from dynabench_site.params import whole_number
 from tasks import roles
 from tasks.access import TaskScopedMixin, visible_task
 from tasks.models import Task
@@ -51,14 +52,17 @@ class TaskScopedView(TaskScopedMixin, APIView):
 
 class NextContextView(TaskScopedView):
     @extend_schema(
-        summary="A context for the current round, chosen by the task's sampling strategy",
+        summary="Serve a context of the current round, chosen by the task's sampling strategy",
+        description="A POST: serving a context counts its use (the sampling strategies prefer the least used). "
+                    "`exclude` names the context shown now, for 'new context'.",
         parameters=[OpenApiParameter("exclude", int, description="the context shown now (for 'new context')")],
-        responses={200: ContextSerializer, 204: OpenApiResponse(description="the task has no contexts"), 409: None},
+        request=None,
+        responses={200: ContextSerializer, 204: OpenApiResponse(description="the task has no contexts"), 400: None,
+                   409: None},
     )
-    def get(self, request: Request, slug: str) -> Response:
-        exclude = request.query_params.get("exclude")
-        exclude_id = int(exclude) if exclude and exclude.isdigit() else None
-        context = services.next_context(self.get_task(), self.open_round(), exclude=exclude_id)
+    def post(self, request: Request, slug: str) -> Response:
+        exclude = whole_number(request.query_params.get("exclude"), "exclude")
+        context = services.next_context(self.get_task(), self.open_round(), exclude=exclude)
         if context is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(ContextSerializer(context).data)
@@ -151,9 +155,25 @@ class ExampleView(APIView):
 
     @extend_schema(
         summary="An example with its verdict, per-model predictions, explanation and scoring state",
+        description="Reading changes nothing; to ask for a pending verdict again, POST to the `score` link.",
         responses={200: ExampleSerializer, 404: None},
     )
     def get(self, request: Request, pk: int) -> Response:
+        return Response(ExampleSerializer(self.get_example(pk, author_only=False)).data)
+
+
+class ScoreView(ExampleView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(
+        summary="Poll a pending verdict: re-queues scoring when the example's retry is due; answers the example",
+        description="What the create page polls while a verdict is pending. Scoring is queued again only when the "
+                    "example is still pending and its backoff has passed, by one of many concurrent calls; "
+                    "otherwise this only answers the example. A POST, so a read-only token cannot do it.",
+        request=None,
+        responses={200: ExampleSerializer, 404: None},
+    )
+    def post(self, request: Request, pk: int) -> Response:
         example = self.get_example(pk, author_only=False)
         if jobs.revive_if_due(example):
             example.refresh_from_db()

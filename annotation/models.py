@@ -71,10 +71,14 @@ class Example(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
+            # An idempotency key is the writer's, per task (annotation.services.submit looks it up in the
+            # task): the same key on another task is another example. A unique constraint cannot reach the
+            # task through the round, so the database holds it per round, where two racing retries meet
+            # (both go to the task's one open round).
             models.UniqueConstraint(
-                fields=["author", "idempotency_key"],
+                fields=["author", "round", "idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
-                name="example_idempotency_key_unique_per_author",
+                name="example_idempotency_key_unique_per_author_round",
             )
         ]
         indexes = [

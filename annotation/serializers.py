@@ -104,6 +104,7 @@ class ExampleSerializer(serializers.ModelSerializer):
 
 EXAMPLE_LINKS = {
     "self": "api-example-detail",
+    "score": "api-example-score",
     "retract": "api-example-retract",
     "flag": "api-example-flag",
     "explanation": "api-example-explanation",

@@ -150,12 +150,13 @@ def _check_key(key: Any) -> str | None:
 def submit(user, task: Task, sub: Submission) -> SubmitResult:
     """Save a writer's example (before any model is called) and enqueue its scoring after commit.
 
-    The same idempotency key from the same user returns the first example instead of a second one; the
+    The same idempotency key from the same user on the same task returns the first example instead of a
+    second one (the same key on another task is another example); the
     same text on the same context without that key is a duplicate and refused (409). A writer who has not
     acknowledged the task's current guidelines is asked to first (409).
     """
     key = _check_key(sub.idempotency_key)
-    if key is not None and (first := _by_key(user, key)) is not None:
+    if key is not None and (first := _by_key(user, task, key)) is not None:
         return SubmitResult(first, created=False)
     guidelines.check_acknowledged(user, task)
     clean = clean_submission(task, sub)
@@ -170,14 +171,14 @@ def submit(user, task: Task, sub: Submission) -> SubmitResult:
             jobs.enqueue_scoring(example.pk)  # runs once this transaction commits
     except IntegrityError:
         # Two requests with the same key raced; the first one won.
-        if key is None or (first := _by_key(user, key)) is None:
+        if key is None or (first := _by_key(user, task, key)) is None:
             raise
         return SubmitResult(first, created=False)
     return SubmitResult(example, created=True)
 
 
-def _by_key(user, key: str) -> Example | None:
-    return Example.objects.filter(author=user, idempotency_key=key).first()
+def _by_key(user, task: Task, key: str) -> Example | None:
+    return Example.objects.filter(author=user, round__task=task, idempotency_key=key).first()
 
 
 def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:

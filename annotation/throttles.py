@@ -1,33 +1,36 @@
-"""Per-user submission throttling whose rate comes from the task's `submission_rate` setting."""
+"""Per-user submission throttling whose rate comes from the task's `submission_rate` setting.
+
+Counted by the site's rate limiter (dynabench_site.throttles): over the limit the answer is 429 with
+Retry-After; a cache outage lets the submission through, so it is still saved first.
+"""
 
 from __future__ import annotations
 
-from rest_framework.throttling import UserRateThrottle
+from django.conf import settings
+from rest_framework import exceptions
+from rest_framework.throttling import BaseThrottle
+
+from dynabench_site import throttles
 
 
-class TaskSubmissionThrottle(UserRateThrottle):
-    """Counts one user's submissions to one task; over the limit DRF answers 429 with Retry-After.
-
-    The rate is the task's `submission_rate` ("30/min"); views without a task fall back to the
-    `submissions` rate of REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].
-    """
+class TaskSubmissionThrottle(BaseThrottle):
+    """Counts one user's submissions to one task. The rate is the task's `submission_rate` ("30/min");
+    views without a task fall back to the `submissions` rate of REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]."""
 
     scope = "submissions"
-
-    def __init__(self) -> None:  # the rate is known only once the view's task is
-        pass
+    message = "You are submitting faster than this task allows ({rate}); try again in {wait}."
 
     def allow_request(self, request, view) -> bool:
-        task = getattr(view, "get_task", lambda: None)()
-        self.rate = task.typed_config.submission_rate if task is not None else self.get_rate()
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        self.task_slug = task.slug if task is not None else "-"
-        return super().allow_request(request, view)
-
-    def get_cache_key(self, request, view) -> str | None:
         if not request.user.is_authenticated:
-            return None  # anonymous callers are refused by the permissions anyway
-        return f"throttle_{self.scope}_{self.task_slug}_{request.user.pk}"
+            return True  # anonymous callers are refused by the permissions anyway
+        task = getattr(view, "get_task", lambda: None)()
+        rate = task.typed_config.submission_rate if task is not None else settings.REST_FRAMEWORK[
+            "DEFAULT_THROTTLE_RATES"]["submissions"]
+        ident = f"{task.slug if task is not None else '-'}:user:{request.user.pk}"
+        wait = throttles.hit(self.scope, [ident], rate)
+        if wait is not None:
+            raise exceptions.Throttled(wait=wait, detail=self.message.format(rate=rate, wait=throttles.wait_text(wait)))
+        return True
 
 
 class SandboxThrottle(TaskSubmissionThrottle):

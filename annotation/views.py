@@ -47,17 +47,16 @@ def api_urls(task: Task) -> dict[str, str]:
     }
 
 
-def context_rows(task: Task, context) -> list[tuple[str, str]]:
-    if context is None:
-        return []
-    return [(name, str(context.payload.get(name, ""))) for name in task.typed_config.context_fields]
+def context_rows(task: Task) -> list[tuple[str, str]]:
+    """The context fields the page shows, empty: create.js fills them with a context it asks for with
+    POST contexts/next/ (serving a context counts its use, so a GET of this page changes nothing)."""
+    return [(name, "") for name in task.typed_config.context_fields]
 
 
 @login_required
 def create(request, slug: str):
     task = task_for(request, slug, roles.ANNOTATOR)
     round = task.current_round
-    context = services.next_context(task, round) if round is not None else None
     return render(
         request,
         "annotation/create.html",
@@ -65,8 +64,8 @@ def create(request, slug: str):
             "task": task,
             "task_config": task.typed_config,
             "round": round,
-            "context": context,
-            "context_rows": context_rows(task, context),
+            "context": None,
+            "context_rows": context_rows(task),
             "config": page_config(task, round.number if round else None),
             "figures": services.writer_figures(request.user, task),
         },

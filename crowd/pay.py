@@ -12,8 +12,6 @@ rounded half up to the cent.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +21,7 @@ from django.utils import timezone
 
 from annotation.models import Example
 from crowd.models import Assignment, WorkerBatch
+from dynabench_site import csvsafe
 from validation.models import GoldAnswer, Validation
 
 CENT = Decimal("0.01")
@@ -88,9 +87,5 @@ def total(rows: list[PayRow]) -> Decimal:
 def csv_text(batch: WorkerBatch) -> Iterator[str]:
     """The report as CSV lines (header first), ready for a bulk bonus upload."""
     currency = batch.task.typed_config.crowd.pay.currency
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=COLUMNS)
-    writer.writeheader()
-    for r in report(batch):
-        writer.writerow(r.as_dict(currency))
-    yield buffer.getvalue()
+    rows = [r.as_dict(currency) for r in report(batch)]
+    yield csvsafe.rows_text([COLUMNS, *([row[c] for c in COLUMNS] for row in rows)])

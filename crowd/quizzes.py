@@ -112,9 +112,20 @@ def grade(quiz: Quiz, user, answers: dict[str, Any]) -> QuizAttempt:
 
 
 def ensure_quiz(task: Task, role: str) -> Quiz:
+    _check_role(role)
+    return Quiz.objects.get_or_create(task=task, role=role)[0]
+
+
+def draft_quiz(task: Task, role: str) -> Quiz:
+    """The task's quiz for `role`, or an unsaved one with the defaults: what the editor shows on a GET, which
+    changes nothing (the first POST saves it)."""
+    _check_role(role)
+    return quiz_for(task, role, active_only=False) or Quiz(task=task, role=role)
+
+
+def _check_role(role: str) -> None:
     if role not in Quiz.Role.values:
         raise NotFound(f"there is no {role!r} quiz; quizzes are for writers (annotator) and validators")
-    return Quiz.objects.get_or_create(task=task, role=role)[0]
 
 
 def configure(quiz: Quiz, *, pass_mark: float, max_attempts: int, active: bool) -> Quiz:

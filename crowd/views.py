@@ -16,8 +16,10 @@ from annotation.models import Example
 from crowd import badges, links, members, pay, quizzes
 from crowd.forms import AppointForm, BatchForm, QuizItemForm, QuizSettingsForm, SuspendForm
 from crowd.models import Assignment, Badge, Quiz, WorkerBatch
+from dynabench_site import csvsafe
 from dynabench_site.errors import InvalidInput
 from dynabench_site.pages import back_url, returns_to
+from dynabench_site.params import whole_numbers
 from tasks import guidelines, roles
 from tasks.access import task_for, visible_tasks
 from tasks.models import LabeledItem, Suspension, Task, TaskMembership
@@ -95,7 +97,8 @@ def people(request, slug: str):
 @login_required
 def quiz_edit(request, slug: str, role: str):
     task = task_for(request, slug, roles.OWNER)
-    quiz = quizzes.ensure_quiz(task, role)
+    # A GET shows the quiz without creating it (GETs change nothing); a POST saves it.
+    quiz = quizzes.ensure_quiz(task, role) if request.method == "POST" else quizzes.draft_quiz(task, role)
     settings_form = QuizSettingsForm(request.POST if request.POST.get("form") == "settings" else None,
                                      initial={"pass_mark": quiz.pass_mark, "max_attempts": quiz.max_attempts,
                                               "active": quiz.active})
@@ -109,14 +112,17 @@ def quiz_edit(request, slug: str, role: str):
             quizzes.add_item(quiz, **item_form.item(), source="written by an owner")
             messages.success(request, "Question added.")
             return redirect("crowd-quiz-edit", slug=slug, role=role)
+    saved = quiz.pk is not None
     return render(request, "crowd/quiz_edit.html", {
-        "task": task, "quiz": quiz, "questions": quizzes.questions(quiz), "settings_form": settings_form,
-        "item_form": item_form, "summary": quizzes.summary(quiz), **quiz_candidates(task, quiz),
+        "task": task, "quiz": quiz, "questions": quizzes.questions(quiz) if saved else [],
+        "settings_form": settings_form, "item_form": item_form,
+        "summary": quizzes.summary(quiz) if saved else {"items": 0, "attempts": 0, "takers": 0, "passed": 0},
+        **quiz_candidates(task, quiz),
     }, status=400 if request.method == "POST" else 200)
 
 
 def quiz_candidates(task: Task, quiz: Quiz) -> dict:
-    used = set(quiz.items.values_list("source", flat=True))
+    used = set(quiz.items.values_list("source", flat=True)) if quiz.pk else set()
     items = [i for i in LabeledItem.objects.filter(task=task).order_by("id")[:60] if f"labelled item {i.pk}" not in used]
     decided = Example.objects.filter(round__task=task, retracted=False,
                                      consensus__in=[Example.Consensus.VERIFIED, Example.Consensus.REJECTED])
@@ -151,7 +157,7 @@ def quiz_remove(request, slug: str, role: str, item: int):
 
 
 def ids(values: list[str]) -> list[int]:
-    return [int(v) for v in values if v.isdigit()]
+    return whole_numbers(values)
 
 
 # --- gold (owner) --------------------------------------------------------------------------------
@@ -217,10 +223,10 @@ def batch_page(request, pk: int):
 @login_required
 def batch_links_csv(request, pk: int):
     batch = owned_batch(request, pk)
-    lines = ["worker_id,assignment_id,link\n"] + [
-        f"{a.worker_id},{a.assignment_id},{request.build_absolute_uri(links.link_path(a))}\n"
-        for a in batch.assignments.select_related("batch")]
-    return csv_response("".join(lines), f"{batch.task.slug}-batch{batch.pk}-links.csv")
+    rows = [[a.worker_id, a.assignment_id, request.build_absolute_uri(links.link_path(a))]
+            for a in batch.assignments.select_related("batch")]
+    text = csvsafe.rows_text([["worker_id", "assignment_id", "link"], *rows])
+    return csv_response(text, f"{batch.task.slug}-batch{batch.pk}-links.csv")
 
 
 @login_required

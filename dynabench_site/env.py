@@ -7,6 +7,7 @@ what was expected, so a misconfigured deployment stops at start-up instead of mi
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from urllib.parse import urlparse
@@ -111,3 +112,58 @@ def env_path(name: str, default: Path, *, base: Path, environ: Mapping[str, str]
     if path.exists() and not path.is_dir():
         raise ImproperlyConfigured(f"{name}={str(path)!r} exists but is not a directory")
     return path.resolve()
+
+
+def env_secret_key(name: str, path: Path, *, environ: Mapping[str, str] | None = None) -> str:
+    """The variable when set; else a key generated once into `path` (mode 0600) and reused afterwards.
+
+    Never a fixed fallback: a key in the source would let anyone forge sessions and password-reset links,
+    and re-identify the exports' pseudonymous annotator ids. Concurrent first starts (several web
+    processes) agree on one key: the file appears complete or not at all (written aside, then linked).
+    """
+    value = _raw(name, environ)
+    if value is not None:
+        return value
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        aside = path.with_name(f".{path.name}.{os.getpid()}")
+        descriptor = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(secrets.token_urlsafe(50))
+        try:
+            os.link(aside, path)
+        except FileExistsError:
+            pass  # another process wrote it first: use theirs
+        finally:
+            aside.unlink()
+    if path.stat().st_mode & 0o077:
+        raise ImproperlyConfigured(f"{path} (the generated {name}) is readable by others; run: chmod 600 {path}")
+    key = path.read_text(encoding="utf-8").strip()
+    if len(key) < 50:
+        raise ImproperlyConfigured(f"{path} holds no usable {name}; delete it to generate a new one, or set {name}")
+    return key
+
+
+def env_origins(name: str, default: Sequence[str], *, environ: Mapping[str, str] | None = None) -> list[str]:
+    """Origins such as "https://dynabench.example.org" (scheme and host, optionally a port; no path)."""
+    origins = env_list(name, default, environ=environ)
+    for origin in origins:
+        parsed = urlparse(origin)
+        if parsed.scheme not in {"http", "https"} or not parsed.netloc or parsed.path not in {"", "/"}:
+            raise ImproperlyConfigured(
+                f"{name}={origin!r} is not an origin; use scheme://host[:port], e.g. https://dynabench.example.org"
+            )
+    return origins
+
+
+def env_header(name: str, *, environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """A request header and the value that marks a request as secure, written "Header-Name=value" (e.g.
+    "X-Forwarded-Proto=https"), as Django's SECURE_PROXY_SSL_HEADER wants it: ("HTTP_X_FORWARDED_PROTO", "https")."""
+    value = _raw(name, environ)
+    if value is None:
+        return None
+    header, _, expected = value.partition("=")
+    header, expected = header.strip(), expected.strip()
+    if not header or not expected or not all(ch.isalnum() or ch == "-" for ch in header):
+        raise ImproperlyConfigured(f"{name}={value!r} is not Header-Name=value; use e.g. X-Forwarded-Proto=https")
+    return "HTTP_" + header.upper().replace("-", "_"), expected

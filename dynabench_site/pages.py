@@ -3,8 +3,9 @@
 A service raises a `DomainError`; the page view does not catch it. `DomainErrorMiddleware` answers:
 
 - a form view marked with `@returns_to(...)`: back to the page the form is on, with the error shown as a
-  message (what a person submitting a form expects: the same page, saying what was wrong);
-- anything else: the error page, with the error's status (400, 403, 404, 409, 502, 503) and its message.
+  message (what a person submitting a form expects: the same page, saying what was wrong), unless the error
+  is a refusal for lack of permission (403) or of something that does not exist for them (404);
+- anything else: the error page, with the error's status (400, 403, 404, 409, 429, 502, 503) and its message.
 
 The page to go back to is the form's `next` field when it names a page of this site (templates put
 `request.get_full_path` there, so filters survive), else the page the view declared.
@@ -24,6 +25,8 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.staticfiles import finders
 from django.core.exceptions import PermissionDenied
+from django.forms import Form
+from django.forms.utils import ErrorDict
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import Resolver404, reverse
@@ -63,6 +66,23 @@ def returns_to(url_name: str | None = None, *url_kwargs: str, say: str = "{error
     return mark
 
 
+def refused_form(form: Form, message: str) -> Form:
+    """`form` (bound to what was sent) showing `message` as its only error, without validating it: a
+    refusal that comes before validation (a rate limit) must not run it (validating a login form checks
+    the password)."""
+    form.cleaned_data = {}
+    form._errors = ErrorDict()
+    form.add_error(None, message)
+    return form
+
+
+def throttled_page(request: HttpRequest, template: str, context: dict, wait: int) -> HttpResponse:
+    """A form page shown again after a rate limit: 429 with Retry-After (the form carries the message)."""
+    response = render(request, template, context, status=429)
+    response["Retry-After"] = str(wait)
+    return response
+
+
 def back_url(request: HttpRequest, default: str | None) -> str | None:
     """The form's `next` field when it is a page of this site (or a query string on `default`), else `default`."""
     target = request.POST.get("next", "")
@@ -98,9 +118,15 @@ class DomainErrorMiddleware:
             return None
         view = request.resolver_match.func if request.resolver_match else None
         back: ReturnsTo | None = getattr(view, "returns_to", None)
-        target = back.url(request) if back is not None and request.method == "POST" else None
+        # Lack of permission (403) or a thing that does not exist for this user (404) is never a redirect with a
+        # message: the error page says it with its status, whatever page the form came from.
+        refused = exc.status_code in (403, 404)
+        target = back.url(request) if back is not None and request.method == "POST" and not refused else None
         if target is None:
-            return error_page(request, exc.status_code, error_text(exc))
+            response = error_page(request, exc.status_code, error_text(exc))
+            if getattr(exc, "retry_after", None):
+                response["Retry-After"] = str(exc.retry_after)
+            return response
         messages.error(request, back.message(request, exc))
         return redirect(target)
 

@@ -9,19 +9,46 @@ import os
 from pathlib import Path
 
 import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
 
-from dynabench_site.env import env_bool, env_choice, env_int, env_list, env_path, env_rate, env_str, env_url
+from dynabench_site.env import (
+    env_bool,
+    env_choice,
+    env_header,
+    env_int,
+    env_list,
+    env_origins,
+    env_path,
+    env_rate,
+    env_secret_key,
+    env_str,
+    env_url,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var", base=BASE_DIR)
 
-DEBUG = env_bool("DEBUG", True)
-_DEV_SECRET = "dev-only-insecure-key-do-not-use-in-production"
-SECRET_KEY = env_str("SECRET_KEY", _DEV_SECRET if DEBUG else None)
-if not DEBUG and SECRET_KEY == _DEV_SECRET:
-    raise ImproperlyConfigured("SECRET_KEY must be set to a secret value when DEBUG is false")
+# Development mode is asked for (`make run` sets DEBUG=true); a deployment that forgets it is not in it.
+DEBUG = env_bool("DEBUG", False)
+# Set SECRET_KEY in a deployment; without it a key is generated once into var/ (mode 0600) and reused.
+SECRET_KEY = env_secret_key("SECRET_KEY", VAR_DIR / "secret_key")
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+
+# HTTPS (docs/SECURITY.md gives the production values; `manage.py check --deploy` is clean with them).
+# Off by default: the embedded default serves plain HTTP on 127.0.0.1, where secure cookies would never be sent.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# Behind a TLS-terminating proxy: the header (and value) it sets on HTTPS requests, e.g. X-Forwarded-Proto=https.
+# Only set it when the proxy always sets or strips that header; a client could send it otherwise.
+SECURE_PROXY_SSL_HEADER = env_header("SECURE_PROXY_SSL_HEADER")
+# Origins allowed to send unsafe requests across origins (e.g. https://dynabench.example.org behind a proxy).
+CSRF_TRUSTED_ORIGINS = env_origins("CSRF_TRUSTED_ORIGINS", [])
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
 
 DATABASE_URL = env_url(
     "DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}", ["sqlite", "postgres", "postgresql", "pgsql"]
@@ -69,7 +96,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "accounts",
@@ -85,6 +111,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # An oversized body is refused before anything reads it (413); uploads are also counted as they arrive.
+    "dynabench_site.bodylimit.BodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -137,11 +165,10 @@ STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 
 REST_FRAMEWORK = {
-    # Token first, so an unauthenticated API call answers 401 with WWW-Authenticate (not 403).
-    # Read-only dataset tokens ("Bearer dro_…") first: they refuse unsafe methods on every endpoint.
+    # Tokens first, so an unauthenticated API call answers 401 with WWW-Authenticate (not 403). Every token
+    # expires and can be revoked; read-only ones ("dro_…") refuse unsafe methods on every endpoint.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "exports.authentication.ReadOnlyTokenAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticatedOrReadOnly"],
@@ -149,7 +176,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "dynabench_site.api.exception_handler",
-    "DEFAULT_THROTTLE_RATES": {"submissions": env_str("SUBMISSION_RATE", "30/min")},
+    # JSON bodies are parsed with a nesting limit (a deeply nested body answers 400, not a RecursionError).
+    "DEFAULT_PARSER_CLASSES": [
+        "dynabench_site.parsers.BoundedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"submissions": env_rate("SUBMISSION_RATE", "30/min")},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Dynabench API",
@@ -168,8 +201,20 @@ SPECTACULAR_SETTINGS = {
         "headings": {"fontFamily": "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"}}}},
 }
 
-# Accounts created per address (accounts.throttles, counted in the cache): a brake on sock-puppet accounts.
+# Rate limits (dynabench_site.throttles; counted in the cache, and open when the cache is down). Over a limit
+# the API answers 429 with Retry-After, a page shows its form again with the message.
+# Accounts created per address (accounts.throttles): a brake on sock-puppet accounts.
 SIGNUP_RATE = env_rate("SIGNUP_RATE", "5/hour")
+# Failed sign-ins (the login pages and POST /api/auth/token/), per address and per username.
+LOGIN_RATE = env_rate("LOGIN_RATE", "10/min")
+# API tokens created per account (the "My tokens" page and the API).
+TOKEN_RATE = env_rate("TOKEN_RATE", "20/hour")
+# Votes per validator (API and expert page); the keyboard-first page needs about one every two seconds.
+VOTE_RATE = env_rate("VOTE_RATE", "120/min")
+# API tokens expire this many days after they are created (accounts.tokens).
+TOKEN_TTL_DAYS = env_int("TOKEN_TTL_DAYS", 30, minimum=1)
+# The key of the exports' pseudonymous annotator ids; empty = derived from SECRET_KEY (exports.records).
+EXPORTS_PSEUDONYM_KEY = env_str("EXPORTS_PSEUDONYM_KEY", "")
 # How long an external worker link stays valid unless its batch says otherwise (crowd.links).
 CROWD_LINK_HOURS = env_int("CROWD_LINK_HOURS", 72, minimum=1)
 
@@ -199,8 +244,15 @@ JOB_RUNNER = env_choice("JOB_RUNNER", "", ["", "celery", "subprocess", "thread",
 # Round pipeline: upload limits, and when a silent run counts as stalled.
 ROUNDS_UPLOAD_MAX_MB = env_int("ROUNDS_UPLOAD_MAX_MB", 600, minimum=1)
 ROUNDS_PIPELINE_STALE_S = env_int("ROUNDS_PIPELINE_STALE_S", 1800, minimum=60)
+# Bodies: form and JSON bodies up to 20 MB; uploaded files over 20 MB go to a temporary file, never past the
+# upload cap (ROUNDS_UPLOAD_MAX_MB + 1 MB: dynabench_site.bodylimit stops an upload there and deletes what it read).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+FILE_UPLOAD_HANDLERS = [
+    "dynabench_site.bodylimit.CappedUploadHandler",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 
 EXPORTS_DIR = env_path("EXPORTS_DIR", VAR_DIR / "exports", base=BASE_DIR)
 

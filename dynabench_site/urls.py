@@ -1,12 +1,12 @@
 from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.authtoken.views import obtain_auth_token
 
+from accounts import views as accounts_views
 from dynabench_site import pages
 
 api_patterns = [
-    path("auth/token/", obtain_auth_token, name="api-token"),
+    path("", include("accounts.api_urls")),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
@@ -20,8 +20,11 @@ api_patterns = [
 
 urlpatterns = [
     path("favicon.ico", pages.favicon, name="favicon"),
+    # The admin's login page with the site's sign-in limit (LOGIN_RATE), before the admin's own routes.
+    path("admin/login/", accounts_views.admin_login, name="admin-login"),
     path("admin/", admin.site.urls),
     path("api/", include(api_patterns)),
+    path("", include("accounts.urls")),
     path("", include("tasks.urls")),
     path("", include("annotation.urls")),
     path("", include("validation.urls")),

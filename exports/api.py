@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
-from django.http import Http404, StreamingHttpResponse
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework import status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.generics import ListCreateAPIView
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.permissions import AllowAny, IsAuthenticated
+from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import api as token_api
+from accounts.authentication import ApiTokenAuthentication
+from accounts.models import ApiToken
 from exports import access, services
-from exports.authentication import ReadOnlyTokenAuthentication
-from exports.models import DatasetSnapshot, ReadOnlyToken
-from exports.serializers import PublishSerializer, SnapshotSerializer, TokenSerializer
+from exports.models import DatasetSnapshot
+from exports.serializers import PublishSerializer, SnapshotListSerializer, SnapshotSerializer
 from tasks.access import TaskScopedMixin
 from tasks.models import Task
 from tasks.roles import can_manage
 
-# Read-only tokens first: their 401 answers carry "WWW-Authenticate: Bearer".
-AUTHENTICATION = [ReadOnlyTokenAuthentication, SessionAuthentication, TokenAuthentication]
+# Tokens first: their 401 answers carry "WWW-Authenticate: Token".
+AUTHENTICATION = [ApiTokenAuthentication, SessionAuthentication]
 
 
 class IgnoreFormatParameter(DefaultContentNegotiation):
@@ -76,7 +76,7 @@ FILE_PARAMS = [
 class DatasetListView(TaskDatasetView):
     """GET /api/tasks/{slug}/datasets/: the task's published snapshots, newest version first per round."""
 
-    @extend_schema(responses=SnapshotSerializer(many=True))
+    @extend_schema(responses=SnapshotListSerializer)
     def get(self, request, slug: str) -> Response:
         task = self.get_task()
         snapshots = DatasetSnapshot.objects.filter(task=task).select_related("round", "task")
@@ -140,34 +140,13 @@ class PublishView(TaskDatasetView):
         return Response(SnapshotSerializer(snapshot, context=context).data, status=201 if created else 200)
 
 
-class TokenListView(ListCreateAPIView):
+class TokenListView(token_api.TokenListView):
     """GET/POST /api/tokens/readonly/: your read-only tokens; the key is shown once, on creation."""
 
-    authentication_classes = AUTHENTICATION
-    permission_classes = [IsAuthenticated]
-    serializer_class = TokenSerializer
-    pagination_class = None
-
-    def get_queryset(self):
-        return ReadOnlyToken.objects.filter(user=self.request.user)
-
-    def create(self, request, *args, **kwargs) -> Response:
-        serializer = self.get_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        token, raw = ReadOnlyToken.issue(request.user, serializer.validated_data.get("name", ""))
-        return Response({**TokenSerializer(token).data, "key": raw}, status=status.HTTP_201_CREATED)
+    access = ApiToken.Access.READ
 
 
-class TokenRevokeView(APIView):
-    """DELETE /api/tokens/readonly/{id}/: revoke one of your tokens."""
+class TokenRevokeView(token_api.TokenDetailView):
+    """DELETE /api/tokens/readonly/{id}/: revoke one of your read-only tokens."""
 
-    serializer_class = TokenSerializer
-    authentication_classes = AUTHENTICATION
-    permission_classes = [IsAuthenticated]
-
-    def delete(self, request, pk: int) -> Response:
-        token = ReadOnlyToken.objects.filter(user=request.user, pk=pk).first()
-        if token is None:
-            raise Http404
-        token.revoke()
-        return Response(status=status.HTTP_204_NO_CONTENT)
+    access = ApiToken.Access.READ

@@ -1,4 +1,4 @@
-"""Published dataset snapshots and read-only API tokens.
+"""Published dataset snapshots and read-only API tokens (a proxy of the accounts app's tokens).
 
 A snapshot is a bundle (zip) written once under VAR_DIR/exports; its checksum is recorded when it is
 published and never changes. Later validations produce a new version, never an edited old one.
@@ -6,15 +6,13 @@ published and never changes. Later validations produce a new version, never an e
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
 
-TOKEN_PREFIX = "dro_"
+from accounts import tokens
+from accounts.models import ApiToken, ApiTokenQuerySet
 
 
 class DatasetSnapshot(models.Model):
@@ -62,43 +60,27 @@ class DatasetSnapshot(models.Model):
         return f"{self.task.slug}-round{self.round.number}-v{self.version}.zip"
 
 
-def hash_key(raw: str) -> str:
-    return hashlib.sha256(raw.encode()).hexdigest()
+class ReadOnlyTokenManager(models.Manager.from_queryset(ApiTokenQuerySet)):
+    def get_queryset(self) -> ApiTokenQuerySet:
+        return super().get_queryset().filter(access=ApiToken.Access.READ)
 
 
-class ReadOnlyTokenQuerySet(models.QuerySet):
-    def active(self) -> ReadOnlyTokenQuerySet:
-        return self.filter(revoked_at__isnull=True)
+class ReadOnlyToken(ApiToken):
+    """Read-only API tokens (`Authorization: Bearer dro_…` or `Token dro_…`): the accounts app's tokens with
+    read access, which expire and are revoked like every token (accounts.tokens). Kept under this name for
+    the datasets API (`/api/tokens/readonly/`) and the `readonly_token` command."""
 
-
-class ReadOnlyToken(models.Model):
-    """An API token for scripts that may only read (GET, HEAD, OPTIONS), acting as its user.
-
-    Only a hash of the key is stored; the key itself is shown once, when it is created.
-    """
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="readonly_tokens")
-    name = models.CharField(max_length=100, blank=True, default="")
-    key_hash = models.CharField(max_length=64, unique=True)
-    hint = models.CharField(max_length=12, help_text="the key's first characters, to recognise it")
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    objects = ReadOnlyTokenQuerySet.as_manager()
+    objects = ReadOnlyTokenManager()
 
     class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self) -> str:
-        return f"read-only token {self.hint}… of {self.user}"
+        proxy = True
 
     @classmethod
     def issue(cls, user, name: str = "") -> tuple[ReadOnlyToken, str]:
-        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = cls.objects.create(user=user, name=name, key_hash=hash_key(raw), hint=raw[:10])
-        return token, raw
+        """A new read-only token and its key, not counted against TOKEN_RATE (commands and services)."""
+        token, raw = tokens.issue(user, name, ApiToken.Access.READ, counted=False)
+        return cls.objects.get(pk=token.pk), raw
 
     def revoke(self) -> None:
-        self.revoked_at = timezone.now()
-        self.save(update_fields=["revoked_at"])
+        tokens.revoke(self.user, self.pk)
+        self.refresh_from_db()

@@ -113,7 +113,8 @@ def column_names() -> list[str]:
 
 def annotator_id(task: Task, user_id: int) -> str:
     """A salted HMAC of the user id: stable within a task, unlinkable across tasks, never reversible."""
-    key = hashlib.sha256(f"{settings.SECRET_KEY}|exports.annotator|{task.pk}".encode()).digest()
+    secret = settings.EXPORTS_PSEUDONYM_KEY or settings.SECRET_KEY
+    key = hashlib.sha256(f"{secret}|exports.annotator|{task.pk}".encode()).digest()
     return "a_" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:20]
 
 

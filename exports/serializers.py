@@ -4,7 +4,7 @@ from django.urls import reverse
 from rest_framework import serializers
 
 from exports.formats import FORMATS
-from exports.models import DatasetSnapshot, ReadOnlyToken
+from exports.models import DatasetSnapshot
 
 
 class SnapshotSerializer(serializers.ModelSerializer):
@@ -45,14 +45,14 @@ class SnapshotSerializer(serializers.ModelSerializer):
         return self.context["request"].build_absolute_uri(f"{path}?version={snapshot.version}")
 
 
+class SnapshotListSerializer(serializers.Serializer):
+    task = serializers.CharField()
+    count = serializers.IntegerField()
+    can_use_live = serializers.BooleanField(help_text="you may download the live (unpublished) data")
+    results = SnapshotSerializer(many=True)
+
+
 class PublishSerializer(serializers.Serializer):
     audience = serializers.ChoiceField(DatasetSnapshot.Audience.choices, default=DatasetSnapshot.Audience.RESEARCHERS)
     formats = serializers.ListField(child=serializers.ChoiceField(sorted(FORMATS)), required=False, allow_empty=False)
     include_excluded = serializers.BooleanField(default=False)
-
-
-class TokenSerializer(serializers.ModelSerializer):
-    class Meta:
-        model = ReadOnlyToken
-        fields = ["id", "name", "hint", "created_at", "last_used_at", "revoked_at"]
-        read_only_fields = ["id", "hint", "created_at", "last_used_at", "revoked_at"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework import viewsets
 from rest_framework.permissions import AllowAny
 
+from dynabench_site.params import whole_number
 from modelzoo.models import Ensemble, ModelVersion
 from modelzoo.serializers import EnsembleSerializer, ModelVersionSerializer
 from tasks.access import visible_tasks
@@ -37,8 +38,8 @@ class EnsembleViewSet(viewsets.ReadOnlyModelViewSet):
         params = self.request.query_params
         if params.get("task"):
             rows = rows.filter(round__task__slug=params["task"])
-        if params.get("round"):
-            rows = rows.filter(round__number=params["round"])
+        if (number := whole_number(params.get("round"), "round")) is not None:
+            rows = rows.filter(round__number=number)
         if params.get("active") in ("true", "1"):
             rows = rows.filter(active=True)
         return rows.select_related("round__task")

@@ -4,27 +4,33 @@ from __future__ import annotations
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from rest_framework import serializers, status
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.exceptions import PermissionDenied
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from dynabench_site import bodylimit
+from dynabench_site.params import whole_number
+from dynabench_site.parsers import BoundedJSONParser
 from rounds import dashboard, leaderboard, pipeline, services, uploads
 from rounds.models import PipelineRun, ResearcherModel
+from rounds.serializers import (
+    DashboardSerializer,
+    IncludeSerializer,
+    JobSerializer,
+    LeaderboardSerializer,
+    RoundsSerializer,
+    StartSerializer,
+    UploadListSerializer,
+    UploadRequestSerializer,
+    UploadSerializer,
+)
 from tasks.access import TaskScopedMixin
 from tasks.permissions import IsResearcher, IsTaskOwner
 from tasks.roles import can_manage
-
-
-class StartSerializer(serializers.Serializer):
-    description = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
-    options = serializers.DictField(required=False, default=dict)
-
-
-class IncludeSerializer(serializers.Serializer):
-    include = serializers.BooleanField()
 
 
 def job_payload(run: PipelineRun) -> dict:
@@ -53,9 +59,13 @@ class TaskRoundsView(TaskView):
             return [IsAuthenticated(), IsTaskOwner()]
         return super().get_permissions()
 
+    @extend_schema(summary="The task's rounds and their figures", responses={200: RoundsSerializer})
     def get(self, request, slug: str) -> Response:
         return Response({"rounds": dashboard.round_figures(self.get_task())})
 
+    @extend_schema(summary="Close the current round and open the next (the round pipeline)", request=StartSerializer,
+                   responses={202: JobSerializer, 400: None, 403: None, 409: OpenApiResponse(
+                       description="another pipeline run of this task is unfinished (`job` names it)")})
     def post(self, request, slug: str) -> Response:
         body = StartSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -76,30 +86,46 @@ class JobView(APIView):
             raise PermissionDenied("Only the task's owners and admins may see its pipeline jobs.")
         return run
 
+    @extend_schema(summary="A pipeline job: state, per-step progress and logs", responses={200: JobSerializer, 403: None})
     def get(self, request, pk: int) -> Response:
         return Response(job_payload(self.get_run()))
 
 
 class JobRetryView(JobView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(summary="Retry a failed pipeline job (finished steps are not redone)", request=None,
+                   responses={202: JobSerializer, 403: None, 409: None})
     def post(self, request, pk: int) -> Response:
         run = services.retry_pipeline(self.get_run(), request.user)
         return Response(job_payload(run), status=status.HTTP_202_ACCEPTED)
 
 
 class JobAbandonView(JobView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(summary="Abandon an unfinished pipeline job", request=None, responses={200: JobSerializer, 403: None,
+                                                                                          409: None})
     def post(self, request, pk: int) -> Response:
         return Response(job_payload(services.abandon_pipeline(self.get_run(), request.user)))
 
 
 class LeaderboardView(TaskView):
+    @extend_schema(summary="Models of the task ranked by Dynascore, with their score on every test set",
+                   responses={200: LeaderboardSerializer})
     def get(self, request, slug: str) -> Response:
         return Response(leaderboard.leaderboard(self.get_task()))
 
 
 class DashboardView(TaskView):
+    @extend_schema(
+        summary="The task's dashboard: figures per round, fooling over time, labels, ensembles, annotators",
+        parameters=[OpenApiParameter("round", int, description="the round of the time series (default: the latest)")],
+        responses={200: DashboardSerializer, 400: None},
+    )
     def get(self, request, slug: str) -> Response:
-        number = request.query_params.get("round")
-        return Response(dashboard.dashboard(self.get_task(), int(number) if str(number).isdigit() else None))
+        number = whole_number(request.query_params.get("round"), "round")
+        return Response(dashboard.dashboard(self.get_task(), number))
 
 
 class ModelUploadView(TaskView):
@@ -107,20 +133,25 @@ class ModelUploadView(TaskView):
     `description`, and `files` (config.json, model.safetensors, tokenizer files). Refusals answer 400 with
     one message per problem."""
 
-    parser_classes = [MultiPartParser, FormParser, JSONParser]
+    parser_classes = [MultiPartParser, FormParser, BoundedJSONParser]
 
     def get_permissions(self):
         if self.request.method == "POST":
             return [IsAuthenticated(), IsResearcher()]
         return super().get_permissions()
 
+    @extend_schema(summary="Models uploaded for the task", responses={200: UploadListSerializer})
     def get(self, request, slug: str) -> Response:
         rows = ResearcherModel.objects.filter(task=self.get_task()).select_related("task", "uploaded_by")
         return Response({"uploads": [upload_payload(u) for u in rows]})
 
+    @extend_schema(summary="Upload a model (weights only: safetensors, config.json, tokenizer files)",
+                   request={"multipart/form-data": UploadRequestSerializer},
+                   responses={201: UploadSerializer, 400: None, 403: None, 413: None})
     def post(self, request, slug: str) -> Response:
-        upload = uploads.submit(self.get_task(), request.user, request.data.get("name", ""),
-                                request.FILES.getlist("files"), request.data.get("description", ""))
+        data, files = request.data, request.FILES.getlist("files")
+        bodylimit.check(request)  # an upload stopped at the cap: 413, nothing was stored
+        upload = uploads.submit(self.get_task(), request.user, data.get("name", ""), files, data.get("description", ""))
         upload.refresh_from_db()
         return Response(upload_payload(upload), status=status.HTTP_201_CREATED)
 
@@ -130,6 +161,8 @@ class UploadEnsembleView(APIView):
 
     permission_classes = [IsAuthenticated]
 
+    @extend_schema(summary="Add an evaluated upload to the next round's ensemble, or take it out",
+                   request=IncludeSerializer, responses={200: UploadSerializer, 400: None, 403: None, 404: None})
     def post(self, request, pk: int) -> Response:
         upload = get_object_or_404(ResearcherModel.objects.select_related("task", "uploaded_by"), pk=pk)
         body = IncludeSerializer(data=request.data)

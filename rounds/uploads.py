@@ -1,14 +1,18 @@
 """Researchers' models: weights only, checked before anything is stored, then evaluated by a worker.
 
-Accepted: `config.json` (a supported architecture with the task's head and labels), `*.safetensors`
-(checked to be a safetensors file, not a renamed pickle), and tokenizer files. Refused with a message
-saying why: pickles (.bin .pt .pth .pkl .ckpt ...), archives, Python or other code, configs that ask
-for remote code (`auto_map`, `trust_remote_code`, ...), unknown files, and uploads over the size limit.
+Accepted: `config.json` (a supported architecture with the task's head and labels, sizes within bounds),
+one `model.safetensors` (checked to be a safetensors file, not a renamed pickle, whose tensors match the
+config: word embeddings, encoder layers and output layer, read from its JSON header without loading any
+weight), and tokenizer files. Refused with one message per problem: pickles (.bin .pt .pth .pkl .ckpt ...),
+sharded checkpoints and their index files, archives, Python or other code, configs that ask for remote
+code (`auto_map`, `trust_remote_code`, ...), unknown files, and uploads over the size limit (the body is
+stopped at the limit before it is written: dynabench_site.bodylimit).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import struct
 from collections.abc import Sequence
@@ -36,6 +40,14 @@ TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "vocab.txt", "spec
                    "vocab.json", "merges.txt", "added_tokens.json", "spiece.model", "sentencepiece.bpe.model"}
 CODE_KEYS = {"auto_map", "trust_remote_code", "custom_pipelines", "custom_code"}
 ARCHITECTURES = {"bert", "distilbert", "roberta", "xlm-roberta", "electra", "mpnet", "deberta", "deberta-v2", "albert"}
+WEIGHTS = "model.safetensors"
+# Bounds on the sizes a config may ask for: the model is built from the config before its weights load.
+SIZE_BOUNDS = {"hidden_size": 8192, "dim": 8192, "embedding_size": 8192, "vocab_size": 1_000_000,
+               "num_hidden_layers": 96, "n_layers": 96, "num_attention_heads": 256, "n_heads": 256,
+               "intermediate_size": 65536, "hidden_dim": 65536, "max_position_embeddings": 65536,
+               "type_vocab_size": 1024, "num_labels": 1000}
+LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
+OUTPUT_LAYERS = ("classifier.out_proj.weight", "classifier.weight", "qa_outputs.weight")
 SAFETENSORS_DTYPES = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"}
 
 
@@ -83,15 +95,18 @@ def name_problem(name: str) -> str | None:
     lower = name.lower()
     if "/" in name or "\\" in name or name.startswith(".") or not name:
         return f"{name!r}: file names must be plain (no folders, not hidden)"
+    if lower.endswith(".index.json"):
+        return (f"{name}: sharded checkpoints and their index files are refused; save the model as one {WEIGHTS} "
+                "(save_pretrained(..., safe_serialization=True, max_shard_size=\"10GB\"))")
     if lower.endswith(PICKLE_SUFFIXES):
         return f"{name}: pickled weights can run code when loaded and are refused; upload model.safetensors instead"
     if lower.endswith(ARCHIVE_SUFFIXES):
         return f"{name}: archives are refused (they can carry code); upload the files themselves"
     if lower.endswith(CODE_SUFFIXES):
         return f"{name}: code files are refused; only weights, config.json and tokenizer files are accepted"
-    if lower == "config.json" or lower.endswith(".safetensors") or lower in TOKENIZER_FILES:
-        return None
-    if lower == "model.safetensors.index.json":
+    if lower.endswith(".safetensors") and name != WEIGHTS:
+        return f"{name}: only one weights file, {WEIGHTS}, is accepted (a shard of a split checkpoint?)"
+    if lower == "config.json" or name == WEIGHTS or lower in TOKENIZER_FILES:
         return None
     return f"{name}: not a weights, config or tokenizer file (accepted: config.json, *.safetensors, {', '.join(sorted(TOKENIZER_FILES))})"
 
@@ -107,7 +122,7 @@ def check_files(files: Sequence[UploadedFileLike]) -> None:
     if "config.json" not in names:
         errors.append("config.json is missing")
     if not any(n.endswith(".safetensors") for n in names):
-        errors.append("no weights: upload model.safetensors")
+        errors.append(f"no weights: upload {WEIGHTS}")
     if not {"tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model"} & set(names):
         errors.append("no tokenizer: upload tokenizer.json or vocab.txt (with tokenizer_config.json)")
     if errors:
@@ -143,6 +158,7 @@ def code_keys(value: Any, path: str = "") -> list[str]:
 
 def check_config(config: dict[str, Any], task: Task) -> Checked:
     errors = [f"config.json asks for custom code ({k}); only built-in architectures are accepted" for k in code_keys(config)]
+    errors += size_problems(config)
     model_type = config.get("model_type")
     if model_type not in ARCHITECTURES:
         errors.append(f"config.json: model_type {model_type!r} is not supported; use one of {', '.join(sorted(ARCHITECTURES))}")
@@ -170,32 +186,91 @@ def _labels(config: dict[str, Any], task: Task, errors: list[str]) -> list[str]:
     return labels
 
 
-def check_safetensors(file: UploadedFileLike) -> None:
-    """The file must start like safetensors: an 8-byte header length and a JSON header of tensors."""
+def size_problems(config: dict[str, Any]) -> list[str]:
+    """Sizes in config.json must be whole numbers within bounds (a huge one would exhaust memory at load)."""
+    return [f"config.json: {key} must be a whole number between 1 and {bound}, not {config[key]!r}"
+            for key, bound in SIZE_BOUNDS.items()
+            if key in config and (not isinstance(config[key], int) or isinstance(config[key], bool)
+                                  or not 1 <= config[key] <= bound)]
+
+
+def read_header(file: UploadedFileLike) -> dict[str, dict[str, Any]]:
+    """The tensors a safetensors file declares (name → dtype, shape, offsets), read from its JSON header
+    alone: no weight is loaded. Refuses a file that is not safetensors (a renamed pickle)."""
     file.seek(0)
     first = file.read(8)
     length = struct.unpack("<Q", first)[0] if len(first) == 8 else 0
     head = first + file.read(min(length, 100 * MB))
     file.seek(0)
-    problem = _safetensors_problem(head, file.size)
+    tensors, problem = _parse_header(head, file.size)
     if problem:
         raise UploadRefused([f"{file.name}: {problem}"])
+    return tensors
 
 
-def _safetensors_problem(head: bytes, size: int) -> str | None:
+def check_safetensors(file: UploadedFileLike) -> None:
+    read_header(file)
+
+
+def _parse_header(head: bytes, size: int) -> tuple[dict[str, dict[str, Any]], str | None]:
     if len(head) < 8:
-        return "too short to be a safetensors file"
+        return {}, "too short to be a safetensors file"
     (length,) = struct.unpack("<Q", head[:8])
     if length <= 1 or 8 + length > size or length > 100 * MB:
-        return "not a safetensors file (bad header length; a renamed pickle?)"
+        return {}, "not a safetensors file (bad header length; a renamed pickle?)"
     try:
         header = json.loads(head[8 : 8 + length].decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        return "not a safetensors file (the header is not JSON; a renamed pickle?)"
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return {}, "not a safetensors file (the header is not JSON; a renamed pickle?)"
     tensors = {k: v for k, v in header.items() if k != "__metadata__"} if isinstance(header, dict) else {}
-    if not tensors or any(not isinstance(v, dict) or v.get("dtype") not in SAFETENSORS_DTYPES for v in tensors.values()):
-        return "the safetensors header lists no valid tensors"
-    return None
+    if not tensors or any(not _valid_tensor(v) for v in tensors.values()):
+        return {}, "the safetensors header lists no valid tensors"
+    end = max(v["data_offsets"][1] for v in tensors.values())
+    if 8 + length + end != size:
+        return {}, f"the header describes {end} bytes of tensors but the file holds {size - 8 - length} (truncated?)"
+    return tensors, None
+
+
+def _valid_tensor(spec: Any) -> bool:
+    if not isinstance(spec, dict) or spec.get("dtype") not in SAFETENSORS_DTYPES:
+        return False
+    shape, offsets = spec.get("shape"), spec.get("data_offsets")
+    whole = (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0)  # noqa: E731
+    return (isinstance(shape, list) and all(whole(d) for d in shape) and isinstance(offsets, list)
+            and len(offsets) == 2 and all(whole(o) for o in offsets) and offsets[0] <= offsets[1])
+
+
+def dimension_problems(config: dict[str, Any], tensors: dict[str, dict[str, Any]], outputs: int) -> list[str]:
+    """config.json's sizes against the tensors in model.safetensors: word embeddings (vocab_size × hidden or
+    embedding size), the number of encoder layers, and the output layer (`outputs`: the task's labels, or 2
+    start/end logits for QA). One message per mismatch."""
+    shapes = {name: spec["shape"] for name, spec in tensors.items()}
+    hidden = config.get("hidden_size", config.get("dim"))
+    width, vocab = config.get("embedding_size") or hidden, config.get("vocab_size")
+    layers = config.get("num_hidden_layers", config.get("n_layers"))
+    problems = []
+    if hidden is None or vocab is None or layers is None:
+        problems.append("config.json must give hidden_size, vocab_size and num_hidden_layers")
+    embeddings = next((shape for name, shape in shapes.items() if name.endswith("word_embeddings.weight")), None)
+    if embeddings is None:
+        problems.append(f"{WEIGHTS} has no word embeddings (a tensor named …word_embeddings.weight)")
+    elif vocab is not None and embeddings != [vocab, width]:
+        problems.append(f"config.json gives vocab_size {vocab} and hidden size {width}, but the word embeddings "
+                        f"in {WEIGHTS} are {' × '.join(map(str, embeddings))}")
+    found = {int(m.group(1)) for name in shapes if (m := LAYER.search(name))}
+    if layers is not None and config.get("model_type") != "albert" and len(found) != layers:  # albert shares one
+        problems.append(f"config.json gives num_hidden_layers {layers}, but {WEIGHTS} holds {len(found)} encoder layers")
+    labels = config.get("num_labels")
+    id2label = config.get("id2label")
+    if labels is not None and isinstance(id2label, dict) and id2label and labels != len(id2label):
+        problems.append(f"config.json: num_labels {labels} does not match id2label's {len(id2label)} labels")
+    head = next((name for name in OUTPUT_LAYERS if name in shapes), None)
+    if head is None:
+        problems.append(f"{WEIGHTS} has no output layer ({' or '.join(OUTPUT_LAYERS)})")
+    elif not shapes[head] or shapes[head][0] != outputs:
+        size = shapes[head][0] if shapes[head] else 0
+        problems.append(f"the output layer {head} in {WEIGHTS} has {size} outputs; this task needs {outputs}")
+    return problems
 
 
 def check_tokenizer(files: Sequence[UploadedFileLike]) -> None:
@@ -211,9 +286,11 @@ def validate(task: Task, files: Sequence[UploadedFileLike]) -> Checked:
     by_name = {f.name: f for f in files}
     checked = check_config(read_json(by_name["config.json"]), task)
     check_tokenizer(files)
-    for file in files:
-        if file.name.endswith(".safetensors"):
-            check_safetensors(file)
+    tensors = read_header(by_name[WEIGHTS])
+    head = get_head(task.kind_impl.head)
+    problems = dimension_problems(checked.config, tensors, len(checked.labels) if head.labelled else 2)
+    if problems:
+        raise UploadRefused(problems)
     return checked
 
 

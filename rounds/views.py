@@ -16,7 +16,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
+from dynabench_site import bodylimit
 from dynabench_site.pages import back_url, returns_to
+from dynabench_site.params import whole_number
 from modelzoo.services import active_ensemble
 from rounds import dashboard, leaderboard, preview, services, uploads
 from rounds.forms import DynascoreForm, UploadForm
@@ -126,8 +128,7 @@ def leaderboard_page(request, slug: str):
 
 def dashboard_page(request, slug: str):
     task = task_for(request, slug)
-    number = request.GET.get("round", "")
-    data = dashboard.dashboard(task, int(number) if number.isdigit() else None)
+    data = dashboard.dashboard(task, whole_number(request.GET.get("round"), "round"))
     return render(request, "rounds/dashboard.html", {"task": task, "data": data, "charts": dashboard.charts(data)})
 
 
@@ -136,6 +137,8 @@ def model_upload(request, slug: str):
     task = task_for(request, slug, roles.RESEARCHER)
     form = UploadForm(request.POST or None)
     errors: list[str] = []
+    if request.method == "POST" and (too_large := bodylimit.refusal(request)):  # stopped at the cap: nothing stored
+        return render(request, "rounds/model_upload.html", upload_context(request, task, form, [too_large]), status=413)
     if request.method == "POST" and form.is_valid():
         try:
             upload = uploads.submit(task, request.user, form.cleaned_data["name"], request.FILES.getlist("files"),
@@ -145,10 +148,13 @@ def model_upload(request, slug: str):
         else:
             messages.success(request, f"{upload.name} was accepted; it is being evaluated on every test set.")
             return redirect("rounds-leaderboard", slug=task.slug)
+    return render(request, "rounds/model_upload.html", upload_context(request, task, form, errors),
+                  status=400 if errors or form.errors else 200)
+
+
+def upload_context(request, task: Task, form: UploadForm, errors: list[str]) -> dict[str, Any]:
     mine = ResearcherModel.objects.filter(task=task, uploaded_by=request.user)
-    return render(request, "rounds/model_upload.html",
-                  {"task": task, "form": form, "errors": errors, "mine": mine,
-                   "max_mb": uploads.max_total_bytes() // uploads.MB}, status=400 if errors or form.errors else 200)
+    return {"task": task, "form": form, "errors": errors, "mine": mine, "max_mb": uploads.max_total_bytes() // uploads.MB}
 
 
 @login_required

@@ -1,6 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from accounts import views as accounts_views
 from tasks import views
 
 urlpatterns = [
@@ -15,6 +16,6 @@ urlpatterns = [
     path("tasks/<slug:slug>/guidelines/acknowledge/", views.acknowledge_guidelines, name="tasks-guidelines-ack"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/welcome/", views.welcome, name="welcome"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", accounts_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
 ]

@@ -16,7 +16,9 @@ from django.views.decorators.http import require_POST
 
 from accounts import services as accounts
 from accounts import throttles
-from dynabench_site.pages import back_url, returns_to
+from dynabench_site import bodylimit
+from dynabench_site.pages import back_url, refused_form, returns_to, throttled_page
+from dynabench_site.params import whole_number
 from tasks import guidelines, roles
 from tasks.access import refusal, task_for, visible_tasks
 from tasks.config_form import ConfigForm
@@ -43,18 +45,23 @@ def task_detail(request, slug: str):
 
 def signup(request):
     """A new account writes examples at once (where the task asks no quiz); it validates a task only after
-    passing the task's validator quiz. The address it came from is kept for the sybil rule."""
+    passing the task's validator quiz. The address it came from is kept for the sybil rule; SIGNUP_RATE
+    accounts per address (over it: the form again, with the message, 429)."""
     form = SignupForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    if request.method == "POST":
         ip = accounts.client_ip(request)
-        throttles.check_signup_allowed(ip)
-        with transaction.atomic():
-            user = form.save()
-            roles.grant(user, *roles.SIGNUP_ROLES)
-            accounts.record_signup(user, ip)
-        throttles.count_signup(ip)
-        login(request, user)
-        return redirect("welcome")
+        wait = throttles.signup_wait(ip)
+        if wait is not None:
+            context = {"form": refused_form(form, throttles.refusal(wait))}
+            return throttled_page(request, "registration/signup.html", context, wait)
+        if form.is_valid():
+            with transaction.atomic():
+                user = form.save()
+                roles.grant(user, *roles.SIGNUP_ROLES)
+                accounts.record_signup(user, ip)
+            throttles.count_signup(ip)
+            login(request, user)
+            return redirect("welcome")
     return render(request, "registration/signup.html", {"form": form}, status=400 if form.errors else 200)
 
 
@@ -83,7 +90,7 @@ def guidelines_page(request, slug: str):
 def acknowledge_guidelines(request, slug: str):
     task = task_for(request, slug)
     version = request.POST.get("version", "")
-    guidelines.acknowledge(request.user, task, int(version) if version.isdigit() else 0)
+    guidelines.acknowledge(request.user, task, whole_number(version, "version") or 0)
     messages.success(request, "Thank you: you have read the current guidelines.")
     target = back_url(request, None)
     return redirect(target) if target else redirect("task-detail", slug=slug)
@@ -154,6 +161,8 @@ def task_import(request, slug: str):
     task = task_for(request, slug, roles.OWNER)
     form = ImportForm(request.POST or None, request.FILES or None)
     context: dict[str, Any] = {"task": task, "form": form}
+    if request.method == "POST" and (too_large := bodylimit.refusal(request)):  # stopped at the cap: nothing stored
+        return render(request, "tasks/task_import.html", {**context, "form": refused_form(form, too_large)}, status=413)
     if request.method != "POST" or not form.is_valid():
         return render(request, "tasks/task_import.html", context, status=400 if form.errors else 200)
     try:

@@ -10,6 +10,30 @@ from tests.factories import RoundFactory, TaskFactory
 from tests.personas import make_personas
 
 
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Rate limits count in the cache (local memory in tests): every test starts with none counted."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def redis_down(settings):
+    """A cache outage: the cache is a real Redis client pointed at a port where nothing listens."""
+    from django.core.cache import cache
+
+    working = settings.CACHES
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": "redis://127.0.0.1:9/0"}}
+    with pytest.raises(Exception):  # noqa: B017 - whatever the client raises, the cache is really down
+        cache.get("probe")
+    yield
+    settings.CACHES = working  # back before the suite's own fixtures clear the cache
+
+
 @pytest.fixture
 def data_dir() -> Path:
     """The shared real datasets (DATA_DIR, default ../shared/data)."""

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Example
+from dynabench_site.throttles import VoteThrottle
 from tasks.access import TaskScopedMixin, visible_tasks
 from tasks.permissions import IsValidator
 from validation import queue, services, stats
@@ -35,8 +36,9 @@ class NextItemView(TaskScopedMixin, APIView):
             "Fooling examples first, then those with the fewest votes, then the oldest; never your own, never one "
             "you validated, never a retracted one. The item is leased to you for the task's `lease_seconds`; "
             "asking again while you hold it returns the same item. With nothing to validate, `item` is null "
-            "and `reason` says why."
+            "and `reason` says why. A POST: it leases the item (a read-only token cannot)."
         ),
+        request=None,
         responses={
             200: NextItemSerializer,
             401: OpenApiResponse(ErrorSerializer, description="not signed in"),
@@ -46,7 +48,7 @@ class NextItemView(TaskScopedMixin, APIView):
         examples=[OpenApiExample("queue empty", response_only=True, value={
             "item": None, "reason": "only_own", "detail": queue.REASONS[queue.ONLY_OWN]})],
     )
-    def get(self, request: Request, slug: str) -> Response:
+    def post(self, request: Request, slug: str) -> Response:
         claim = queue.claim_next(self.get_task(), request.user)
         if claim.example is None:
             return Response({"item": None, "reason": claim.reason, "detail": claim.detail})
@@ -56,6 +58,7 @@ class NextItemView(TaskScopedMixin, APIView):
 
 class VoteView(APIView):
     permission_classes = [IsAuthenticated]
+    throttle_classes = [VoteThrottle]
 
     @extend_schema(
         summary="Validate an example: correct, incorrect (with the right label) or flagged (with a reason)",

@@ -13,7 +13,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
+from dynabench_site import throttles
 from dynabench_site.pages import returns_to
+from dynabench_site.params import whole_number
 from tasks import roles
 from tasks.access import task_for
 from tasks.models import Task
@@ -48,8 +50,8 @@ def review_queryset(task: Task, params: dict[str, str]) -> QuerySet[Example]:
                                                output_field=BooleanField()))
     if params.get("resolved") != "1":
         examples = examples.filter(resolved=False)
-    if params.get("round", "").isdigit():
-        examples = examples.filter(round__number=int(params["round"]))
+    if (number := whole_number(params.get("round"), "round")) is not None:
+        examples = examples.filter(round__number=number)
     votes = Prefetch("validations", Validation.objects.select_related("validator").order_by("id"))
     return examples.select_related("round", "context", "author").prefetch_related(votes).order_by("id")
 
@@ -81,6 +83,7 @@ def form_label(task: Task, example: Example, raw: str) -> Any:
 @returns_to("validation-expert", "slug", say="Example {pk} not resolved: {error}")
 def resolve(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     task = task_for(request, slug, roles.EXPERT)
+    throttles.check_vote(request.user)
     example = get_object_or_404(Example.objects.select_related("round__task", "context"), pk=pk, round__task=task)
     verdict = request.POST.get("verdict")
     label = form_label(task, example, request.POST.get("label", "")) if verdict == "incorrect" else None

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import csv
-import io
 from typing import Any, BinaryIO
 
+from dynabench_site import csvsafe
 from exports.formats.base import ExportFormat, flat_value
 from exports.records import column_names
 
@@ -15,9 +14,8 @@ class CsvWriter:
         self._write_rows([self.columns])
 
     def _write_rows(self, rows: list[list[Any]]) -> None:
-        buffer = io.StringIO()
-        csv.writer(buffer, lineterminator="\n").writerows(rows)
-        self.sink.write(buffer.getvalue().encode())
+        # Cells a spreadsheet would run as a formula get a leading ' (dynabench_site.csvsafe).
+        self.sink.write(csvsafe.rows_text(rows).encode())
 
     def write(self, records: list[dict[str, Any]]) -> None:
         self._write_rows([[flat_value(c, r[c]) for c in self.columns] for r in records])
@@ -27,7 +25,8 @@ class CsvWriter:
 
 
 class CsvFormat(ExportFormat):
-    """RFC 4180 CSV with a header; objects and lists are JSON text, a missing value is an empty cell."""
+    """RFC 4180 CSV with a header; objects and lists are JSON text, a missing value is an empty cell; text that
+    starts like a formula (= + - @ tab CR) is prefixed with ' so spreadsheets never evaluate it."""
 
     name = "csv"
     extension = "csv"

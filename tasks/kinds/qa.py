@@ -29,6 +29,7 @@ class QAConfig(TaskConfig):
         return self
 
 
+MAX_ALTERNATIVES = 20
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
 
@@ -84,6 +85,10 @@ class QAKind(TaskKind):
             raise InputError("target.text", f"does not match the passage at character {start}")
         target: dict[str, Any] = {"text": text, "start": start}
         alternatives = raw.get("alternatives")
+        if alternatives is not None and not isinstance(alternatives, list):
+            raise InputError("target.alternatives", "must be a list of answer texts")
+        if alternatives and len(alternatives) > MAX_ALTERNATIVES:
+            raise InputError("target.alternatives", f"has {len(alternatives)} answers; at most {MAX_ALTERNATIVES} are accepted")
         if alternatives:
             target["alternatives"] = [clean_text("target.alternatives", a, config.max_answer_chars) for a in alternatives]
         return target

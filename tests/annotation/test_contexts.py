@@ -55,23 +55,23 @@ def test_new_context_endpoint_avoids_the_one_shown(writer_api, sentiment):
     task, round, first = sentiment
     second = ContextFactory(task=task, round=round)
     url = f"/api/tasks/{task.slug}/contexts/next/"
-    response = writer_api.get(url, {"exclude": first.pk})
+    response = writer_api.post(f"{url}?exclude={first.pk}")
     assert response.status_code == 200 and response.data["id"] == second.pk
     assert response.data["payload"] == second.payload and response.data["round"] == 1
-    assert writer_api.get(url, {"exclude": second.pk}).data["id"] == first.pk
+    assert writer_api.post(f"{url}?exclude={second.pk}").data["id"] == first.pk
 
 
 def test_next_context_on_a_closed_task_is_a_conflict(writer_api, sentiment):
     task, round, _ = sentiment
     Round.objects.filter(pk=round.pk).update(status=Round.Status.CLOSED)
-    response = writer_api.get(f"/api/tasks/{task.slug}/contexts/next/")
+    response = writer_api.post(f"/api/tasks/{task.slug}/contexts/next/")
     assert response.status_code == 409 and "round" in response.data["errors"]
 
 
 def test_a_task_without_contexts_answers_204(writer_api, sentiment):
     task, _, context = sentiment
     context.delete()
-    assert writer_api.get(f"/api/tasks/{task.slug}/contexts/next/").status_code == 204
+    assert writer_api.post(f"/api/tasks/{task.slug}/contexts/next/").status_code == 204
 
 
 def test_inspiration_shows_verified_fooling_examples_and_hard_seeds(writer_api, sentiment):

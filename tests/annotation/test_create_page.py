@@ -25,6 +25,9 @@ def open_create(browser, writer, task) -> None:
     wait(browser).until(lambda b: writer.username in b.find_element(By.CLASS_NAME, "topbar").text)
     browser.go(f"/tasks/{task.slug}/create/")
     wait(browser).until(EC.presence_of_element_located((By.ID, "create-form")))
+    # The page asks for its context with POST contexts/next/ (serving one counts its use; a GET changes nothing).
+    if task.typed_config.context_fields:
+        wait(browser).until(lambda b: b.find_element(By.ID, "context").get_attribute("data-context-id"))
 
 
 def verdict_text(browser) -> str:

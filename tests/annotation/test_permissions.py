@@ -40,7 +40,7 @@ def test_only_annotators_may_submit(world, persona):
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_only_annotators_may_draw_contexts(world, persona):
     task, _, _, people = world
-    response = client_as(people, persona).get(f"/api/tasks/{task.slug}/contexts/next/")
+    response = client_as(people, persona).post(f"/api/tasks/{task.slug}/contexts/next/")
     assert response.status_code in ({200} if persona in WRITERS else DENIED), persona
 
 
@@ -102,12 +102,20 @@ def test_create_page_of_a_closed_task_says_so(world, client):
     assert b"create-form" not in response.content
 
 
-def test_create_page_shows_the_context_and_one_choice_per_label(world, client):
+def test_create_page_shows_the_context_fields_and_one_choice_per_label(world, client):
     task, _, context, people = world
     client.force_login(people.annotator)
     html = client.get(f"/tasks/{task.slug}/create/").content.decode()
-    assert context.payload["prompt"] in html
+    assert 'id="context-prompt"' in html  # filled by create.js with POST contexts/next/
     assert html.count('name="target"') == 3 and 'id="my-collected"' in html
+
+
+def test_opening_the_create_page_counts_no_context_use(world, client):
+    task, _, context, people = world
+    client.force_login(people.annotator)
+    client.get(f"/tasks/{task.slug}/create/")
+    context.refresh_from_db()
+    assert context.times_used == 0  # a GET changes nothing; serving a context is the POST
 
 
 @pytest.mark.parametrize("persona", PERSONAS)

@@ -122,11 +122,12 @@ def test_backend_down_keeps_the_example_and_scores_it_after_recovery(writer_api,
     assert example.scoring_attempts == 1 and "unreachable" in example.scoring_error
 
     settings.SCORING_RETRY_BASE_SECONDS = 3600  # not yet due: a poll does not hammer the server
-    assert writer_api.get(f"/api/examples/{example.pk}/").data["scoring_state"] == "pending"
+    assert writer_api.post(f"/api/examples/{example.pk}/score/").data["scoring_state"] == "pending"
 
     outage.end()  # the model server is back
     settings.SCORING_RETRY_BASE_SECONDS = 0
-    data = writer_api.get(f"/api/examples/{example.pk}/").data
+    assert writer_api.get(f"/api/examples/{example.pk}/").data["scoring_state"] == "pending"  # reading changes nothing
+    data = writer_api.post(f"/api/examples/{example.pk}/score/").data
     assert_verdict(data)
     assert data["scoring_attempts"] == 2 and data["scoring_error"] == ""
     assert Example.objects.count() == 1
@@ -151,7 +152,7 @@ def test_a_round_without_models_delays_the_verdict_until_they_are_deployed(write
     assert "no deployed model ensemble" in Example.objects.get(pk=example_id).scoring_error
     deploy(round)
     settings.SCORING_RETRY_BASE_SECONDS = 0
-    assert_verdict(writer_api.get(f"/api/examples/{example_id}/").data)
+    assert_verdict(writer_api.post(f"/api/examples/{example_id}/score/").data)
 
 
 def test_a_non_retryable_error_marks_failed_and_keeps_the_example(writer_api, sentiment, deploy, outage,

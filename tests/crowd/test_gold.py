@@ -40,7 +40,7 @@ def api(user) -> Client:
 
 
 def next_item(client, slug):
-    return client.get(f"/api/tasks/{slug}/validation/next/").json()
+    return client.post(f"/api/tasks/{slug}/validation/next/").json()
 
 
 def vote(client, example_id, verdict, label=None):

@@ -20,7 +20,7 @@ def test_a_fresh_signup_cannot_validate_until_they_pass_the_quiz(crowd_task):
     client = sign_up("newcomer")
     slug = crowd_task.slug
     assert client.get(f"/tasks/{slug}/validate/").status_code == 403
-    assert client.get(f"/api/tasks/{slug}/validation/next/").status_code == 403
+    assert client.post(f"/api/tasks/{slug}/validation/next/").status_code == 403
     assert client.post(f"/api/examples/{example.pk}/validations/", {"verdict": "correct"},
                        content_type="application/json").status_code == 403
     assert b"Take the validator quiz" in client.get(f"/tasks/{slug}/").content
@@ -32,7 +32,7 @@ def test_a_fresh_signup_cannot_validate_until_they_pass_the_quiz(crowd_task):
     passed = client.post(f"/tasks/{slug}/quiz/validator/", answers_for(quiz, right=True))
     assert passed.status_code == 302
     assert client.get(f"/tasks/{slug}/validate/").status_code == 200
-    assert client.get(f"/api/tasks/{slug}/validation/next/").json()["item"]["id"] == example.pk
+    assert client.post(f"/api/tasks/{slug}/validation/next/").json()["item"]["id"] == example.pk
     vote = client.post(f"/api/examples/{example.pk}/validations/", {"verdict": "correct"}, content_type="application/json")
     assert vote.status_code == 201
     attempts = QuizAttempt.objects.filter(user__username="newcomer").order_by("created_at")

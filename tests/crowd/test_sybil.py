@@ -33,7 +33,7 @@ def test_three_accounts_from_one_address_cannot_verify_each_others_examples(crow
     example = ExampleFactory(round=crowd_task.rounds.get(), author=people["sock1"])  # a fooling example
 
     for name in ("sock2", "sock3"):
-        empty = clients[name].get(f"/api/tasks/{crowd_task.slug}/validation/next/").json()
+        empty = clients[name].post(f"/api/tasks/{crowd_task.slug}/validation/next/").json()
         assert empty["item"] is None and empty["reason"] == "only_own"
         refused = vote(clients[name], example)
         assert refused.status_code == 403 and refused.json()["code"] == "linked_account"
@@ -42,7 +42,7 @@ def test_three_accounts_from_one_address_cannot_verify_each_others_examples(crow
 
     stranger = sign_up("stranger", ip="198.51.100.44")
     make_validators(crowd_task, User.objects.get(username="stranger"))
-    assert stranger.get(f"/api/tasks/{crowd_task.slug}/validation/next/").json()["item"]["id"] == example.pk
+    assert stranger.post(f"/api/tasks/{crowd_task.slug}/validation/next/").json()["item"]["id"] == example.pk
     assert vote(stranger, example).status_code == 201
 
 

@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 APPS = ["accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
         "torchserve"]
 KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", "dynabench_site.celery",
-          "dynabench_site.settings"]
+          "dynabench_site.settings", "dynabench_site.throttles", "dynabench_site.bodylimit", "dynabench_site.parsers",
+          "dynabench_site.params", "dynabench_site.csvsafe"]
 FORBIDDEN = {
     "accounts": {"tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research"},
     "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research"},

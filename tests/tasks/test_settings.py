@@ -69,7 +69,9 @@ def test_no_variables_means_the_embedded_default():
     [
         ({"DATABASE_URL": "mysql://x@h/db"}, "DATABASE_URL='mysql://x@h/db' has scheme 'mysql'"),
         ({"MODEL_BACKEND": "tensorflow"}, "MODEL_BACKEND='tensorflow' is not one of"),
-        ({"DEBUG": "false"}, "SECRET_KEY must be set"),
+        ({"CSRF_TRUSTED_ORIGINS": "dynabench.example.org"}, "CSRF_TRUSTED_ORIGINS='dynabench.example.org' is not an origin"),
+        ({"SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto"}, "is not Header-Name=value"),
+        ({"SECURE_HSTS_SECONDS": "-1"}, "SECURE_HSTS_SECONDS=-1 must be at least 0"),
         ({"CELERY_BROKER_URL": "kafka://h"}, "CELERY_BROKER_URL='kafka://h' has scheme 'kafka'"),
     ],
 )

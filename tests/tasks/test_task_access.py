@@ -68,8 +68,8 @@ def test_a_public_active_task_is_readable_by_everyone(url, task, open_round, vis
 
 def test_an_inactive_task_takes_no_work_from_the_crowd(shut, client_for, personas, client):
     task = shut(active=False)
-    assert client_for("annotator").get(f"/api/tasks/{task.slug}/contexts/next/").status_code == 404
-    assert client_for("validator").get(f"/api/tasks/{task.slug}/validation/next/").status_code == 404
+    assert client_for("annotator").post(f"/api/tasks/{task.slug}/contexts/next/").status_code == 404
+    assert client_for("validator").post(f"/api/tasks/{task.slug}/validation/next/").status_code == 404
     client.force_login(personas.annotator)
     assert client.get(f"/tasks/{task.slug}/create/").status_code == 404
 

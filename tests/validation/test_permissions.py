@@ -19,7 +19,7 @@ def expected(persona: str, allowed: set[str], deny: int) -> int | None:
 @pytest.mark.parametrize("persona", PERSONAS)
 def test_next_item_matrix(client_for, task, open_round, persona):
     ExampleFactory(round=open_round)
-    response = client_for(persona).get(f"/api/tasks/{task.slug}/validation/next/")
+    response = client_for(persona).post(f"/api/tasks/{task.slug}/validation/next/")
     assert response.status_code == (expected(persona, VALIDATORS, 403) or 200)
 
 

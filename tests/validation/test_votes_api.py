@@ -1,4 +1,4 @@
-"""POST /api/examples/{id}/validations/ and GET /api/tasks/{slug}/validation/next/: rules and clear 4xx answers."""
+"""POST /api/examples/{id}/validations/ and POST /api/tasks/{slug}/validation/next/: rules and clear 4xx answers."""
 
 import pytest
 
@@ -123,7 +123,7 @@ def test_vote_on_an_item_held_by_others_is_refused(api, task, example, make_vali
     set_validation(task, quorum=1)
     holder, other = make_validator("holder"), make_validator("other")
     api.force_authenticate(holder)
-    assert api.get(f"/api/tasks/{task.slug}/validation/next/").data["item"]["id"] == example.pk
+    assert api.post(f"/api/tasks/{task.slug}/validation/next/").data["item"]["id"] == example.pk
     api.force_authenticate(other)
     response = api.post(vote_url(example), {"verdict": "correct"}, format="json")
     assert response.status_code == 409 and response.data["code"] == "reserved"
@@ -158,7 +158,7 @@ def test_unknown_example_is_404(as_validator, db):
 
 
 def test_next_returns_the_item_with_context_label_and_model_verdict(as_validator, task, example):
-    response = as_validator.get(f"/api/tasks/{task.slug}/validation/next/")
+    response = as_validator.post(f"/api/tasks/{task.slug}/validation/next/")
     item = response.data["item"]
     assert response.status_code == 200 and response.data["reason"] is None
     assert item["id"] == example.pk and item["writer_label"] == "positive"
@@ -169,13 +169,13 @@ def test_next_returns_the_item_with_context_label_and_model_verdict(as_validator
 
 
 def test_next_says_why_when_empty(as_validator, task, open_round):
-    response = as_validator.get(f"/api/tasks/{task.slug}/validation/next/")
+    response = as_validator.post(f"/api/tasks/{task.slug}/validation/next/")
     assert response.data["item"] is None and response.data["reason"] == "nothing_written"
     assert "written" in response.data["detail"]
 
 
 def test_next_on_unknown_task_is_404(as_validator, db):
-    assert as_validator.get("/api/tasks/nope/validation/next/").status_code == 404
+    assert as_validator.post("/api/tasks/nope/validation/next/").status_code == 404
 
 
 def test_openapi_schema_documents_the_validation_endpoints(api, db):

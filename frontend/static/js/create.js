@@ -47,10 +47,12 @@
     setAnswer(null);
   }
 
+  // Serving a context counts its use, so it is a POST (the page itself shows none until this answers).
   async function newContext() {
-    const result = await call("GET", api.next(state.contextId));
+    const result = await call("POST", api.next(state.contextId));
     if (result.status === 200) showContext(result.data);
-    else if (result.status !== 204) showError(result.data);
+    else if (result.status === 204) showError({ detail: "This task has no context to write about in the open round." });
+    else showError(result.data);
   }
 
   // --- QA answer: a highlighted (or typed) span of the passage ------------------------------------
@@ -299,9 +301,10 @@
 
   function schedulePoll(id, delay) {
     clearTimeout(state.poll);
-    const url = state.example.links.self;
+    // The poll is a POST to the example's `score` link: it may re-queue a verdict whose retry is due.
+    const url = state.example.links.score;
     state.poll = setTimeout(async () => {
-      const result = await call("GET", url).catch(() => null);
+      const result = await call("POST", url).catch(() => null);
       if (!state.example || state.example.id !== id) return;
       if (result && result.ok && result.data.scoring_state !== "pending") {
         state.example = result.data;
@@ -419,5 +422,6 @@
     passage.addEventListener("keyup", onPassageSelect);
     $("answer-input").addEventListener("input", onAnswerTyped);
   }
+  if (cfg.context_fields.length && cfg.round !== null && !state.contextId) newContext();
   window.dynabenchCreate = { state, newContext, submit };
 })();

@@ -71,7 +71,7 @@
   }
 
   async function next() {
-    const { ok, data } = await api.get(app.dataset.nextUrl);
+    const { ok, data } = await api.post(app.dataset.nextUrl); // a POST: it leases the item
     if (!ok) return empty({ detail: api.errorText(data, "Could not load the next example.") });
     return data.item ? show(data.item) : empty(data);
   }

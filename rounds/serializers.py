@@ -1,0 +1,89 @@
+"""API shapes of the rounds app (what the OpenAPI schema documents; the views build the payloads)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class StartSerializer(serializers.Serializer):
+    description = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+    options = serializers.DictField(required=False, default=dict, help_text="pipeline options (rounds.options)")
+
+
+class IncludeSerializer(serializers.Serializer):
+    include = serializers.BooleanField(help_text="true: the model joins the next round's ensemble")
+
+
+class StepSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    label = serializers.CharField()
+    status = serializers.CharField()
+    progress = serializers.FloatField()
+    message = serializers.CharField(allow_blank=True)
+    error = serializers.CharField(allow_blank=True)
+    log = serializers.CharField(allow_blank=True)
+    attempts = serializers.IntegerField()
+    seconds = serializers.FloatField(allow_null=True)
+    result = serializers.JSONField(allow_null=True)
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField()
+    status = serializers.CharField()
+    error = serializers.CharField(allow_blank=True)
+    from_round = serializers.IntegerField(allow_null=True)
+    to_round = serializers.IntegerField(allow_null=True)
+    progress = serializers.FloatField(help_text="0 to 1")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    seconds = serializers.FloatField(allow_null=True)
+    options = serializers.JSONField()
+    stale = serializers.BooleanField(help_text="running, but silent for longer than ROUNDS_PIPELINE_STALE_S")
+    steps = StepSerializer(many=True)
+    url = serializers.CharField()
+
+
+class RoundsSerializer(serializers.Serializer):
+    rounds = serializers.ListField(child=serializers.DictField(), help_text="per round: number, status and figures")
+
+
+class DashboardSerializer(serializers.Serializer):
+    rounds = serializers.ListField(child=serializers.DictField())
+    round = serializers.IntegerField(allow_null=True, help_text="the round the time series is for")
+    fooling_over_time = serializers.ListField(child=serializers.DictField())
+    labels = serializers.DictField()
+    ensembles = serializers.DictField()
+    annotators = serializers.ListField(child=serializers.DictField())
+
+
+class LeaderboardSerializer(serializers.Serializer):
+    metric = serializers.CharField()
+    weights = serializers.DictField(child=serializers.FloatField(), help_text="the Dynascore weights")
+    rows = serializers.ListField(child=serializers.DictField())
+    columns = serializers.ListField(child=serializers.DictField())
+
+
+class UploadSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    task = serializers.CharField()
+    name = serializers.CharField()
+    status = serializers.CharField()
+    error = serializers.CharField(allow_blank=True)
+    architecture = serializers.CharField(allow_blank=True)
+    size_bytes = serializers.IntegerField()
+    model_version = serializers.IntegerField(allow_null=True)
+    in_next_ensemble = serializers.BooleanField()
+    uploaded_by = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+class UploadListSerializer(serializers.Serializer):
+    uploads = UploadSerializer(many=True)
+
+
+class UploadRequestSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    description = serializers.CharField(required=False, allow_blank=True)
+    files = serializers.ListField(child=serializers.FileField(), help_text="config.json, *.safetensors, tokenizer files")
