@@ -157,8 +157,8 @@ def permission_denied(request: HttpRequest, exception: Exception | None = None) 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: a refused form in the site's layout, saying what a person can do about it."""
-    return error_page(request, 403, "The form could not be sent: the page was open too long, or cookies are off. "
-                                    "Reload the page and try again.")
+    return error_page(request, 403, "The form could not be sent: its security check (CSRF) failed, because the "
+                                    "page was open too long or cookies are off. Reload the page and try again.")
 
 
 @cache_control(max_age=86400, public=True)
