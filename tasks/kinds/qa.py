@@ -26,6 +26,8 @@ class QAConfig(TaskConfig):
     def _one_passage(self) -> QAConfig:
         if len(self.context_fields) != 1:
             raise ValueError("a QA task has exactly one context field: the passage")
+        if self.seeding.score == "gradnorm_deep":
+            raise ValueError("seeding.score gradnorm_deep is not available for QA; use loss, gradnorm or el2n")
         return self
 
 
