@@ -31,10 +31,14 @@ def histogram(seeds: list[float], rest: list[float], bins: int = BINS) -> dict[s
             "seeds": np.histogram(seeds, edges)[0].tolist(), "rest": np.histogram(rest, edges)[0].tolist()}
 
 
-def seed_figures(round_: Round) -> dict[str, Any]:
+def seed_figures(round_: Round) -> dict[str, Any] | None:
+    """The section's figures; None for a round that was not seeded (round 1 of a task opened by hand)."""
     task = round_.task
     seed_scores = list(LabeledItem.objects.filter(seed_round=round_, hardness_score__isnull=False)
                        .values_list("hardness_score", flat=True))
+    contexts_seeded = Context.objects.filter(round=round_, is_seed=True).count()
+    if not seed_scores and not contexts_seeded:
+        return None
     rest = list(LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TRAIN, seed_round__isnull=True,
                                            hardness_score__isnull=False).values_list("hardness_score", flat=True))
     examples = Example.objects.collected().filter(round=round_, fooled__isnull=False)
@@ -47,7 +51,7 @@ def seed_figures(round_: Round) -> dict[str, Any]:
         "round": round_.number,
         "score": task.typed_config.seeding.score,
         "items_seeded": len(seed_scores),
-        "contexts_seeded": Context.objects.filter(round=round_, is_seed=True).count(),
+        "contexts_seeded": contexts_seeded,
         "pool_scored": len(seed_scores) + len(rest),
         "histogram": histogram(seed_scores, rest),
         "fooling": fooling,

@@ -110,3 +110,10 @@ def test_the_dashboard_shows_the_seeds_scores_and_fooling_on_seeded_contexts_ver
     api = client.get("/api/tasks/small/dashboard/?round=2")
     assert api.status_code == 200 and api.json()["seeds"]["fooling"]["other"]["rate"] == 0.2
     assert Example.objects.filter(round=rnd, context=seeded_ctx).count() == 5
+
+
+def test_a_round_without_seeds_has_no_seeding_section(client, small_task):
+    from rounds.dashboard import dashboard
+
+    assert dashboard(small_task, 1)["seeds"] is None
+    assert 'id="chart-seed-scores"' not in client.get("/tasks/small/dashboard/?round=1").content.decode()
