@@ -204,3 +204,18 @@ def test_qa_refuses_gradnorm_deep_in_its_settings(db):
     task = TaskFactory(slug="qa-bad", kind="qa")
     with pytest.raises(ValidationError, match="gradnorm_deep is not available for QA"):
         task.kind_impl.parse_config({"seeding": {"score": "gradnorm_deep"}})
+
+
+def test_the_seed_round_command_uses_the_task_settings_unless_told(db, sst_rows):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    task = sentiment_task("command", sst_rows, {"k_per_label": 2, "pool_max": 24, "score": "gradnorm"})
+    rnd = RoundFactory(task=task, number=1)
+    out = StringIO()
+    call_command("seed_round", "command", "1", "--encoder", "tiny", stdout=out)
+    assert "scored 24 of 48 pool items by gradnorm" in out.getvalue() and "trained on the 24 sampled" in out.getvalue()
+    assert LabeledItem.objects.filter(seed_round=rnd).count() == 4
+    call_command("seed_round", "command", "1", "--encoder", "tiny", "--k", "3", "--score", "loss", stdout=out)
+    assert "by loss" in out.getvalue() and LabeledItem.objects.filter(seed_round=rnd).count() == 6
