@@ -117,3 +117,15 @@ def test_a_round_without_seeds_has_no_seeding_section(client, small_task):
 
     assert dashboard(small_task, 1)["seeds"] is None
     assert 'id="chart-seed-scores"' not in client.get("/tasks/small/dashboard/?round=1").content.decode()
+
+
+def test_the_close_preview_states_the_tasks_seeding(client, personas, task, open_round, settings):
+    settings.ROUNDS_PIPELINE = {"encoder": "tiny"}  # no k or pool_max in the options: the task's settings hold
+    task.config = {**task.config, "seeding": {"k_per_label": 4, "pool_max": 3}}
+    task.save()
+    for i in range(5):
+        LabeledItemFactory(task=task, input={"text": f"pool sentence {i}"}, target="positive")
+    client.force_login(personas.owner)
+    body = client.get("/tasks/sentiment/console/rounds/").content.decode()
+    seed_line = body.split('id="will-seed"')[1].split("</li>")[0]
+    assert "up to <strong>3</strong> of the 3 unused pool items" in seed_line and "(4 per label)" in seed_line
