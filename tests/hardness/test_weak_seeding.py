@@ -198,12 +198,17 @@ def test_qa_supports_el2n_and_head_gradnorm(qa_task, tiny_encoder, tokenizer, sc
     assert result.items_seeded == 3 and np.all(values >= 0) and not np.allclose(values, result.scorer.span_loss)
 
 
-def test_qa_refuses_gradnorm_deep_in_its_settings(db):
+def test_qa_offers_the_span_scores_only_and_a_smaller_pool(db):
     from pydantic import ValidationError
 
+    from tasks.config_form import ConfigForm
+
     task = TaskFactory(slug="qa-bad", kind="qa")
-    with pytest.raises(ValidationError, match="gradnorm_deep is not available for QA"):
+    with pytest.raises(ValidationError, match="seeding.score"):
         task.kind_impl.parse_config({"seeding": {"score": "gradnorm_deep"}})
+    assert task.kind_impl.parse_config({"seeding": {"k_per_label": 3}}).seeding.pool_max == 1000
+    form = ConfigForm(task=task)
+    assert [v for v, _ in form.fields["seeding__score"].choices] == ["loss", "gradnorm", "el2n"]
 
 
 def test_the_seed_round_command_uses_the_task_settings_unless_told(db, sst_rows):
