@@ -16,7 +16,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 from tqdm.auto import tqdm
 
-from hardness.encoding import additive_mask, length_sorted_batches, mean_pool, n_batches
+from hardness.encoding import Text, additive_mask, length_sorted_batches, mean_pool, n_batches
 
 
 class TopBlockHead(nn.Module):
@@ -80,10 +80,11 @@ def _ghost_norms(model: TopBlockHead, hidden: torch.Tensor, mask: torch.Tensor, 
 METHODS = {"vmap": _per_sample_norms, "ghost": _ghost_norms}
 
 
-def top_block_inputs(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+def top_block_inputs(encoder, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                     token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
     """Hidden states entering the last block (lower blocks run once, batched, without autograd)."""
     with torch.inference_mode():
-        hidden = encoder.embeddings(input_ids=input_ids)
+        hidden = encoder.embeddings(input_ids=input_ids, token_type_ids=token_type_ids)
         ext = additive_mask(attention_mask, hidden.dtype)
         for layer in encoder.encoder.layer[:-1]:
             hidden = layer(hidden, ext)
@@ -91,10 +92,10 @@ def top_block_inputs(encoder, input_ids: torch.Tensor, attention_mask: torch.Ten
 
 
 def gradnorm_deep(
-    encoder, head: nn.Linear, tokenizer, texts: Sequence[str], labels: np.ndarray,
+    encoder, head: nn.Linear, tokenizer, texts: Sequence[Text], labels: np.ndarray,
     batch_size: int = 32, progress: str | None = None, method: str = "ghost",
 ) -> np.ndarray:
-    """‖∂loss/∂(top block, head)‖ per example, in the order of `texts`.
+    """‖∂loss/∂(top block, head)‖ per example, in the order of `texts` (texts, or pairs as two segments).
 
     method "ghost" (default): the same norms from one batched backward through the block (see `_sq_norm`);
     "vmap": per-sample gradients with torch.func.vmap(grad(...)). Both equal the naive per-example loop;
@@ -105,7 +106,7 @@ def gradnorm_deep(
     out = np.zeros(len(texts), dtype=np.float64)
     batches = length_sorted_batches(tokenizer, texts, batch_size)
     for b in tqdm(batches, total=n_batches(len(texts), batch_size), desc=progress, disable=progress is None):
-        hidden = top_block_inputs(encoder, b.input_ids, b.attention_mask)
+        hidden = top_block_inputs(encoder, b.input_ids, b.attention_mask, b.token_type_ids)
         y = torch.from_numpy(labels[b.index])
         out[b.index] = norms(model, hidden, b.attention_mask, y).numpy()
     return out

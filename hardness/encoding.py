@@ -2,6 +2,9 @@
 
 SST-2 phrases are short (9 words on average), so sorting by length and padding each batch only to its own
 longest row is what makes the frozen pass fast (≈330 sentences/s for MiniLM on 2 cores).
+
+A row is one text, or a pair `(text, text_pair)` (NLI: premise and hypothesis), which the tokenizer encodes
+as two segments ([CLS] a [SEP] b [SEP], with token type ids), never as one joined string.
 """
 
 from __future__ import annotations
@@ -14,6 +17,27 @@ import torch
 from tqdm.auto import tqdm
 
 MAX_LENGTH = 64
+PAIR_MAX_LENGTH = 128
+
+Text = str | tuple[str, str | None]  # one text, or a (first, second) pair of segments
+
+
+def row_length(row: Text) -> int:
+    return len(row) if isinstance(row, str) else sum(len(part or "") for part in row)
+
+
+def tokenize(tokenizer, rows: Sequence[Text], max_length: int | None = None, **kwargs):
+    """Tokenise texts, or pairs as two segments; padded to the longest row, as tensors."""
+    if rows and not isinstance(rows[0], str):
+        firsts, seconds = [r[0] for r in rows], [r[1] for r in rows]
+        if any(s is not None for s in seconds):
+            if any(s is None for s in seconds):
+                raise ValueError("a batch mixes pairs and single texts")
+            return tokenizer(firsts, seconds, padding=True, truncation=True,
+                             max_length=max_length or PAIR_MAX_LENGTH, return_tensors="pt", **kwargs)
+        rows = firsts
+    return tokenizer(list(rows), padding=True, truncation=True, max_length=max_length or MAX_LENGTH,
+                     return_tensors="pt", **kwargs)
 
 
 @dataclass
@@ -21,19 +45,19 @@ class Batch:
     index: np.ndarray  # positions of these rows in the caller's list
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
+    token_type_ids: torch.Tensor | None = None  # segment ids of pairs
 
 
 def length_sorted_batches(
-    tokenizer, texts: Sequence[str], batch_size: int, max_length: int = MAX_LENGTH
+    tokenizer, texts: Sequence[Text], batch_size: int, max_length: int | None = None
 ) -> Iterator[Batch]:
-    """Batches over `texts` in length order (stable), each padded to its own longest row."""
-    order = np.argsort([len(t) for t in texts], kind="stable")
+    """Batches over `texts` (texts or pairs) in length order (stable), each padded to its own longest row."""
+    order = np.argsort([row_length(t) for t in texts], kind="stable")
     for start in range(0, len(order), batch_size):
         index = order[start : start + batch_size]
-        enc = tokenizer(
-            [texts[i] for i in index], padding=True, truncation=True, max_length=max_length, return_tensors="pt"
-        )
-        yield Batch(index, enc["input_ids"], enc["attention_mask"])
+        enc = tokenize(tokenizer, [texts[i] for i in index], max_length)
+        pair = not isinstance(texts[index[0]], str) and texts[index[0]][1] is not None
+        yield Batch(index, enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids") if pair else None)
 
 
 def n_batches(n: int, batch_size: int) -> int:
@@ -54,13 +78,14 @@ def mean_pool(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 @torch.inference_mode()
 def embed_texts(
-    encoder, tokenizer, texts: Sequence[str], batch_size: int = 64, progress: str | None = None
+    encoder, tokenizer, texts: Sequence[Text], batch_size: int = 64, progress: str | None = None
 ) -> np.ndarray:
-    """Mean-pooled features of a frozen encoder, float32, in the order of `texts`."""
+    """Mean-pooled features of a frozen encoder, float32, in the order of `texts` (texts or pairs)."""
     encoder.eval()
     out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
     batches = length_sorted_batches(tokenizer, texts, batch_size)
     for batch in tqdm(batches, total=n_batches(len(texts), batch_size), desc=progress, disable=progress is None):
-        hidden = encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask).last_hidden_state
+        hidden = encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                         token_type_ids=batch.token_type_ids).last_hidden_state
         out[batch.index] = mean_pool(hidden, batch.attention_mask).numpy()
     return out

@@ -13,6 +13,8 @@ from torch import nn
 class HeadTraining:
     head: nn.Linear
     epoch_probs: list[np.ndarray] = field(default_factory=list)  # probabilities after each epoch (data maps)
+    start_probs: np.ndarray | None = None  # probabilities of the untrained head (record_start)
+    steps: int = 0  # optimiser updates made
 
 
 def probs_of(head: nn.Linear, features: np.ndarray) -> np.ndarray:
@@ -30,6 +32,7 @@ def train_linear_head(
     lr: float = 1e-3,
     batch_size: int = 32,
     record_epochs: bool = False,
+    record_start: bool = False,
 ) -> HeadTraining:
     """Adam on cross-entropy, shuffled by `seed`; one epoch by default (the early stop that makes it weak)."""
     gen = torch.Generator().manual_seed(seed)
@@ -37,12 +40,13 @@ def train_linear_head(
     head = nn.Linear(features.shape[1], n_labels)
     opt = torch.optim.Adam(head.parameters(), lr=lr)
     x, y = torch.from_numpy(features), torch.from_numpy(labels)
-    result = HeadTraining(head)
+    result = HeadTraining(head, start_probs=probs_of(head, features) if record_start else None)
     for _ in range(epochs):
         for idx in torch.randperm(len(y), generator=gen).split(batch_size):
             opt.zero_grad()
             nn.functional.cross_entropy(head(x[idx]), y[idx]).backward()
             opt.step()
+            result.steps += 1
         if record_epochs:
             result.epoch_probs.append(probs_of(head, features))
     return result

@@ -60,8 +60,14 @@ def as_scorer(obj: Scorer | Callable[[Inputs], np.ndarray], labels: Sequence[str
 
 
 def input_text(inp: Mapping[str, str], sep: str = " [SEP] ") -> str:
-    """One string per model input; a text pair is joined with the separator token."""
+    """One string per model input; a text pair is joined with the separator token (for display only: scorers
+    encode a pair as two segments, `segments`)."""
     return inp["text"] + (sep + inp["text_pair"] if inp.get("text_pair") else "")
+
+
+def segments(inp: Mapping[str, str]) -> str | tuple[str, str]:
+    """What the tokenizer is given for a model input: its text, or (text, text_pair) as two segments."""
+    return (inp["text"], inp["text_pair"]) if inp.get("text_pair") else inp["text"]
 
 
 @dataclass
@@ -74,7 +80,7 @@ class HeadScorer:
     labels: Sequence[str]
 
     def features(self, inputs: Inputs) -> np.ndarray:
-        return embed_texts(self.encoder, self.tokenizer, [input_text(i) for i in inputs])
+        return embed_texts(self.encoder, self.tokenizer, [segments(i) for i in inputs])
 
     def predict_proba(self, inputs: Inputs) -> np.ndarray:
         return probs_of(self.head, self.features(inputs)).astype(np.float64)

@@ -10,6 +10,7 @@ from annotation.managers import rate
 from annotation.models import Example
 from modelzoo.models import EnsembleScore
 from rounds.charts import Series, bar_chart, line_chart, time_labels
+from rounds.dashboard_seeds import seed_charts, seed_figures
 from rounds.datasets import dataset_label, test_sets
 from rounds.leaderboard import primary_metric
 from tasks import badges
@@ -73,7 +74,8 @@ def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:
     chosen = next((r for r in rounds if r.number == round_number), rounds[-1] if rounds else None)
     return {"rounds": round_figures(task), "round": chosen.number if chosen else None,
             "fooling_over_time": fooling_over_time(chosen) if chosen else [],
-            "labels": label_distribution(task), "ensembles": ensemble_matrix(task), "annotators": annotators(task)}
+            "labels": label_distribution(task), "ensembles": ensemble_matrix(task), "annotators": annotators(task),
+            "seeds": seed_figures(chosen) if chosen else None}
 
 
 def charts(data: dict[str, Any]) -> dict[str, Any]:
@@ -83,6 +85,7 @@ def charts(data: dict[str, Any]) -> dict[str, Any]:
     ens = data["ensembles"]
     over_time = data["fooling_over_time"]
     return {
+        **seed_charts(data.get("seeds")),
         "mer": bar_chart("MER and vMER per round", rounds, [
             Series("MER", [r["mer"] for r in data["rounds"]]), Series("vMER", [r["vmer"] for r in data["rounds"]])]),
         "fooling": line_chart(f"Fooling rate over time, round {data['round']}",

@@ -18,8 +18,9 @@ class PipelineOptions(BaseModel):
     epochs: int = Field(2, ge=1, le=20)
     batch_size: int = Field(16, ge=1, le=256)
     encoder: str | None = Field(None, description='None: the pretrained encoder; "tiny": a small random one (tests)')
-    k: int = Field(10, ge=0, le=10000, description="hardness seeds per label")
-    pool_max: int = Field(5000, ge=1, description="pool items scored for hardness (a stable sample)")
+    k: int | None = Field(None, ge=0, le=10000, description="hardness seeds per label; None: the task's seeding.k_per_label")
+    pool_max: int | None = Field(None, ge=1, description="pool items scored for hardness (a stable sample); "
+                                                        "None: the task's seeding.pool_max")
 
 
 class BadOptions(InvalidInput):

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exports import splits
-from modelzoo.heads import get_head
 from rounds.datasets import BASE_TEST, dataset_label
 from rounds.models import ResearcherModel
 from rounds.options import pipeline_options
@@ -38,7 +37,7 @@ class ClosePreview:
     seed_per_label: int = 0
     labels: int = 0
     pool: int = 0  # pool items not yet used as another round's seeds
-    seeding: bool = True  # whether the kind's models give probabilities (hardness needs them)
+    seeding: bool = True  # whether the next round is seeded (every kind is, by a weak scorer)
     validation_continues: bool = True
 
     @property
@@ -69,10 +68,10 @@ def close_preview(task: Task) -> ClosePreview:
         seeds=len(options.seeds),
         uploads=list(ResearcherModel.objects.filter(task=task, in_next_ensemble=True, model_version__isnull=False)
                      .values_list("name", flat=True)),
-        seed_per_label=options.k,
-        labels=len(getattr(task.typed_config, "labels", []) or []),
-        pool=pool_size(task),
-        seeding=get_head(task.kind_impl.head).probabilities,
+        seed_per_label=task.typed_config.seeding.k_per_label if options.k is None else options.k,
+        labels=1 if task.kind_impl.answer_is_span else len(getattr(task.typed_config, "labels", []) or []),
+        pool=min(pool_size(task), task.typed_config.seeding.pool_max if options.pool_max is None else options.pool_max),
+        seeding=True,  # every kind is seeded: a weak scorer trained on the pool scores it (docs/seeding.md)
         validation_continues=task.typed_config.validation.continue_after_close,
     )
     return preview

@@ -56,6 +56,9 @@ class DashboardSerializer(serializers.Serializer):
     labels = serializers.DictField()
     ensembles = serializers.DictField()
     annotators = serializers.ListField(child=serializers.DictField())
+    seeds = serializers.DictField(allow_null=True, help_text="the round's hardness seeding: score, seeds, a histogram "
+                                  "of the seeds' and the rest of the pool's scores, and the fooling rate on seeded "
+                                  "contexts and on the others (rounds.dashboard_seeds)")
 
 
 class LeaderboardSerializer(serializers.Serializer):

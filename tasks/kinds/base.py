@@ -101,6 +101,21 @@ class CrowdSettings(_Strict):
         return {"annotator": self.writers_need_quiz, "validator": self.validators_need_quiz}.get(role, False)
 
 
+class SeedingSettings(_Strict):
+    """How the next round is seeded (Hard-Bench, docs/seeding.md): a weak model is trained on the candidate
+    pool, scores every pool item, and the k hardest per label become the round's seeds."""
+
+    score: Literal["loss", "gradnorm", "gradnorm_deep", "el2n"] = Field(
+        "loss", description="The hardness score of the weak scorer: loss, head gradient norm, gradient norm of "
+                            "the top block and head, or EL2N (error norm averaged over 3 runs).")
+    k_per_label: int = Field(10, ge=0, le=10000, description="Seeds per label (QA: in all); 0 turns seeding off.")
+    pool_max: int = Field(5000, ge=1, le=1_000_000, description="At most this many pool items are scored "
+                                                             "(a stable sample: the same items every time).")
+    min_steps: int = Field(50, ge=1, le=10000, description="The weak scorer's least number of updates: a small "
+                                                           "pool is passed over several times to reach it.")
+    seed: int = Field(0, description="Changes the pool sample and the weak scorer's initialisation.")
+
+
 class TaskConfig(_Strict):
     """Settings common to all kinds; kinds subclass it."""
 
@@ -115,6 +130,7 @@ class TaskConfig(_Strict):
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
     dynascore: DynascoreWeights = Field(default_factory=DynascoreWeights)
     crowd: CrowdSettings = Field(default_factory=CrowdSettings)
+    seeding: SeedingSettings = Field(default_factory=SeedingSettings)
 
     @field_validator("context_fields", "input_fields")
     @classmethod

@@ -5,11 +5,24 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from tasks.kinds.base import InputError, TaskConfig, TaskKind, clean_text
+from tasks.kinds.base import InputError, SeedingSettings, TaskConfig, TaskKind, clean_text
+
+
+class QASeedingSettings(SeedingSettings):
+    """How the next round is seeded (docs/seeding.md): a weak span model is trained on the candidate pool and
+    scores every pool question by span loss (or gradnorm, el2n); the k hardest in all become the round's seeds.
+    (Question + passage pairs are ~10× longer than sentences: a pool of 1000 keeps seeding to a minute or two.)"""
+
+    score: Literal["loss", "gradnorm", "el2n"] = Field(  # type: ignore[assignment]  # QA has no gradnorm_deep
+        "loss", description="The hardness score of the weak span scorer: span loss (start + end cross-entropy), "
+                            "the head's gradient norm, or EL2N (error norm averaged over 3 runs).")
+    pool_max: int = Field(1000, ge=1, le=1_000_000, description="At most this many pool items are scored "
+                                                             "(a stable sample: the same items every time).")
+    k_per_label: int = Field(10, ge=0, le=10000, description="Seeds in all (QA has no labels); 0 turns seeding off.")
 
 
 class QAConfig(TaskConfig):
@@ -17,6 +30,7 @@ class QAConfig(TaskConfig):
     input_fields: list[str] = Field(default_factory=lambda: ["question"], min_length=1, max_length=1)
     f1_threshold: float = Field(0.4, gt=0, le=1)
     max_answer_chars: int = Field(200, ge=1, le=2000)
+    seeding: QASeedingSettings = Field(default_factory=QASeedingSettings)
     instructions: str = (
         "Ask a question about the passage and highlight its answer in the passage. You fool the model when "
         "its answer overlaps yours with a word-level F1 below the task's threshold."

@@ -1,23 +1,36 @@
-"""python manage.py seed_round <task-slug> <round-number> --k 16 — mark the k hardest per label as seeds."""
+"""python manage.py seed_round <task-slug> <round-number> [--k 16] [--score loss] [--pool-max N] — mark the k
+hardest pool items per label as the round's seeds (unset options: the task's seeding settings)."""
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from hardness.services import seed_round
 from tasks.models import Round
 
 
 class Command(BaseCommand):
-    help = "Score a task's pool with the weak scorer and mark the k hardest per label as the round's seeds."
+    help = ("Train the weak scorer on the task's (sampled) pool, score it, and mark the k hardest per label as the "
+            "round's seeds. Options left out take the task's seeding settings.")
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("task")
         parser.add_argument("round", type=int)
-        parser.add_argument("--k", type=int, default=16)
-        parser.add_argument("--score", default="loss")
+        parser.add_argument("--k", type=int, default=None, help="seeds per label (default: the task's k_per_label)")
+        parser.add_argument("--score", default=None, help="loss, gradnorm, gradnorm_deep or el2n (default: the task's)")
+        parser.add_argument("--pool-max", type=int, default=None, help="default: the task's pool_max")
+        parser.add_argument("--encoder", choices=["tiny"], default=None,
+                            help="the weak scorer's encoder (default: the pretrained one; tiny: a small random one)")
 
     def handle(self, *args, **opts) -> None:
-        rnd = Round.objects.select_related("task").get(task__slug=opts["task"], number=opts["round"])
-        result = seed_round(rnd.task, rnd, opts["k"], score=opts["score"])
-        self.stdout.write(str(result))
+        try:
+            rnd = Round.objects.select_related("task").get(task__slug=opts["task"], number=opts["round"])
+        except Round.DoesNotExist:
+            raise CommandError(f"task {opts['task']!r} has no round {opts['round']}") from None
+        result = seed_round(rnd.task, rnd, opts["k"], score=opts["score"], pool_max=opts["pool_max"],
+                            encoder_name=opts["encoder"])
+        if result.training is not None:
+            self.stdout.write(f"weak scorer {result.training.describe()}")
+        self.stdout.write(f"scored {result.items_scored} of {result.pool_size} pool items by {result.score}; seeded "
+                          f"{result.items_seeded} items and {result.contexts_seeded} contexts; share of seeds the weak "
+                          f"scorer gets wrong: {result.seeds_misclassified:.2f}")
