@@ -107,7 +107,7 @@ def score_pool(config: HardbenchConfig, encoder, tokenizer, timer: Timer) -> Sco
                      for s in range(config.el2n_runs)]
         epoch_probs = train_linear_head(feats, train.labels, 2, epochs=config.datamap_epochs,
                                         seed=config.scorer_seed, record_epochs=True).epoch_probs
-    with timer.step("gradnorm_deep (top block + head, vmap)"):
+    with timer.step(f"gradnorm_deep (top block + head, {config.deep_method})"):
         deep = _cached_array(config.cache_dir / f"{tag}-gradnorm_deep-{_head_key(head)}.npy",
                              lambda: gradnorm_deep(encoder, head, tokenizer, train.texts, train.labels,
                                                    config.deep_batch_size, "gradnorm_deep",
