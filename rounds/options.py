@@ -20,6 +20,9 @@ class PipelineOptions(BaseModel):
     encoder: str | None = Field(None, description='None: the pretrained encoder; "tiny": a small random one (tests)')
     k: int = Field(10, ge=0, le=10000, description="hardness seeds per label")
     pool_max: int = Field(5000, ge=1, description="pool items scored for hardness (a stable sample)")
+    retrain_without_new_data: bool | None = Field(
+        None, description="retrain although the closing round brought no new training data (None: the task's "
+                          "setting, retraining.retrain_without_new_data)")
 
 
 class BadOptions(InvalidInput):

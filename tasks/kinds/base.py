@@ -101,6 +101,20 @@ class CrowdSettings(_Strict):
         return {"annotator": self.writers_need_quiz, "validator": self.validators_need_quiz}.get(role, False)
 
 
+# --- retraining between rounds (rounds pipeline; docs/rounds.md) ---------------------------------------
+class RetrainingSettings(_Strict):
+    """What closing a round does with the models in the loop (docs/rounds.md)."""
+
+    deploy_tolerance: float = Field(
+        1.0, ge=0, le=100,
+        description="Points (of the kind's main metric, ×100) a retrained ensemble may lose against the live one "
+                    "on any test set before the pipeline stops and asks the owner to approve or discard it.")
+    retrain_without_new_data: bool = Field(
+        False, description="Retrain even when the closing round brought no new training examples (otherwise the "
+                           "live ensemble is kept).")
+# --- end of retraining settings -------------------------------------------------------------------------
+
+
 class TaskConfig(_Strict):
     """Settings common to all kinds; kinds subclass it."""
 
@@ -115,6 +129,7 @@ class TaskConfig(_Strict):
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)
     dynascore: DynascoreWeights = Field(default_factory=DynascoreWeights)
     crowd: CrowdSettings = Field(default_factory=CrowdSettings)
+    retraining: RetrainingSettings = Field(default_factory=RetrainingSettings, title="Retraining between rounds")
 
     @field_validator("context_fields", "input_fields")
     @classmethod

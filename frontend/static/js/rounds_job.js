@@ -31,7 +31,17 @@
     $("#job-to-round").textContent = job.to_round != null ? job.to_round : "…";
     setBar($("#job-progress"), job.progress);
     job.steps.forEach(renderStep);
-    $("#job-actions").hidden = !(job.status === "failed" || job.stale);
+    const actions = job.actions || {};
+    $("#job-actions").hidden = !(actions.retry || actions.abandon);
+    $("#job-retry-form").hidden = !actions.retry;
+    $("#job-stuck").hidden = !job.stale;
+    // A decision to take (or one just taken) brings the comparison table: the page shows it on a reload.
+    if ($("#job-awaiting").dataset.status !== job.status && (job.status === "awaiting" || job.status === "done")
+        && job.comparison && !$("#job-comparison")) {
+      window.location.reload();
+      return;
+    }
+    $("#job-awaiting").hidden = job.status !== "awaiting";
     const done = $("#job-done");
     done.hidden = job.status !== "done";
     $(".to-round", done).textContent = job.to_round;
