@@ -23,7 +23,7 @@ from modelzoo.services import active_ensemble
 from rounds import dashboard, leaderboard, preview, services, uploads
 from rounds.forms import DynascoreForm, UploadForm
 from rounds.models import PipelineRun, ResearcherModel
-from rounds.pipeline import snapshot
+from rounds.pipeline import is_stale, snapshot
 from tasks import roles
 from tasks.access import task_for
 from tasks.models import Task
@@ -83,7 +83,11 @@ def task_health(task: Task) -> dict[str, Any]:
         "round": round_, "members": ensemble.ordered_members() if ensemble else [],
         "pending": examples.filter(scoring_state=Example.Scoring.PENDING).count(),
         "failed": examples.filter(scoring_state=Example.Scoring.FAILED).count(),
-        "last_run": PipelineRun.objects.filter(task=task).first(),
+        "last_run": (last := PipelineRun.objects.filter(task=task).first()),
+        "run_stuck": last is not None and is_stale(last),
+        "stuck_uploads": [u for u in ResearcherModel.objects.filter(
+            task=task, status__in=[ResearcherModel.Status.EVALUATING, ResearcherModel.Status.FAILED])
+            if u.status == ResearcherModel.Status.FAILED or uploads.is_stuck(u)],
     }
 
 

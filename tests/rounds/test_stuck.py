@@ -147,3 +147,13 @@ def test_only_owners_and_admins_may_retry_or_abandon_an_upload(persona, action, 
     else:
         assert response.status_code == (401 if persona == "anonymous" else 403)
         assert upload.status == "failed"
+
+
+def test_the_console_health_page_shows_stuck_work(task, personas, client, upload, settings):
+    settings.JOB_RUNNER = ""
+    run = services.start_pipeline(task, personas.owner)
+    PipelineRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=LONG_AGO)
+    ResearcherModel.objects.filter(pk=upload.pk).update(queued_at=LONG_AGO)
+    client.force_login(personas.owner)
+    page = client.get("/tasks/small/console/health/").content.decode()
+    assert 'id="health-run-stuck"' in page and 'id="health-uploads-stuck"' in page and "mine" in page

@@ -6,10 +6,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from rounds.simulation import ON_WORSE, SimulationError, simulate
 from tasks.models import Task
+
+
+def find(path: Path) -> Path:
+    """A file as given, or relative to DATA_DIR (e.g. anli/r1_dev.jsonl)."""
+    if path.is_file():
+        return path
+    if not path.is_absolute() and (Path(settings.DATA_DIR) / path).is_file():
+        return Path(settings.DATA_DIR) / path
+    raise CommandError(f"{path}: no such file (here or under DATA_DIR {settings.DATA_DIR})")
 
 
 class Command(BaseCommand):
@@ -40,9 +50,7 @@ class Command(BaseCommand):
         found = Task.objects.filter(slug=task).first()
         if found is None:
             raise CommandError(f"no task {task!r}")
-        for path in (source, heldout):
-            if not path.is_file():
-                raise CommandError(f"{path}: no such file")
+        source, heldout = find(source), find(heldout)
         try:
             options = json.loads(o["options"])
         except json.JSONDecodeError as exc:
