@@ -78,3 +78,36 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
     ensembles = [tr.get_attribute("data-round") for tr in browser.find_elements(By.CSS_SELECTOR, "#ensemble-matrix tbody tr")]
     assert ensembles == ["1", "2"]
     assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart")) == 4
+
+
+def test_owner_sees_a_worse_ensemble_wait_and_discards_it(browser, transactional_db, settings):
+    """The job page follows the run to "awaiting approval", shows the before/after table as it arrives, and the
+    owner's discard opens round 2 with the live ensemble."""
+    from modelzoo.services import active_ensemble
+    from tests.rounds.test_approval import deploy_live
+
+    settings.JOB_RUNNER = "thread"
+    task = TaskFactory(slug="small", kind="sentiment")
+    owner = UserFactory(username="boss")
+    task.owners.add(owner)
+    fill_task(task)
+    for example in task.rounds.get(number=1).examples.exclude(split="test"):  # as test_approval's `live`
+        example.validated_label = "negative" if example.target == "positive" else "positive"
+        example.save(update_fields=["validated_label"])
+    live = deploy_live(task)
+    browser.login(owner)
+    browser.go("/tasks/small/console/rounds/")
+    browser.find_element(By.ID, "start-round-open").click()
+    browser.find_element(By.ID, "start-round").click()
+    WebDriverWait(browser, 10).until(lambda b: "/console/jobs/" in b.current_url)
+    WebDriverWait(browser, 180, poll_frequency=0.2).until(lambda b: text(b, "#job-status") in ("awaiting", "done",
+                                                                                                 "failed"))
+    assert text(browser, "#job-status") == "awaiting", text(browser, "#job-error")
+    table = browser.find_element(By.ID, "comparison-table").text
+    assert "base test" in table and "round 1 test" in table
+    assert "base test" in text(browser, "#job-worse")
+    browser.find_element(By.ID, "job-discard").click()
+    WebDriverWait(browser, 180, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda b: text(b, "#job-status") in ("done", "failed"))
+    assert text(browser, "#job-status") == "done"
+    assert active_ensemble(task.rounds.get(number=2)).ordered_members() == live
