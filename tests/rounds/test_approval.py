@@ -208,3 +208,13 @@ def test_approving_a_run_that_does_not_wait_is_refused(task, personas, client_fo
     run = PipelineRun.objects.create(task=task, status="failed", started_by=personas.owner)
     response = client_for("owner").post(f"/api/jobs/{run.pk}/approve/")
     assert response.status_code == 409 and "only a pipeline awaiting approval" in response.json()["detail"]
+
+
+def test_the_close_confirmation_says_when_the_live_ensemble_is_kept(quiet_task, task, personas, client):
+    deploy_live(quiet_task, epochs=1)
+    deploy_live(task, epochs=1)
+    client.force_login(personas.owner)
+    quiet = client.get("/tasks/quiet/console/rounds/").content.decode()
+    assert 'id="will-keep-live"' in quiet and "brought no new training data" in quiet
+    busy = client.get("/tasks/small/console/rounds/").content.decode()  # round 1 has training examples
+    assert 'id="will-keep-live"' not in busy
