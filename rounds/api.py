@@ -39,6 +39,7 @@ def job_payload(run: PipelineRun) -> dict:
 
 def upload_payload(upload: ResearcherModel) -> dict:
     return {"id": upload.pk, "task": upload.task.slug, "name": upload.name, "status": upload.status,
+            "stuck": uploads.is_stuck(upload), "queued_at": upload.queued_at,
             "error": upload.error, "architecture": upload.architecture, "size_bytes": upload.size_bytes,
             "model_version": upload.model_version_id, "in_next_ensemble": upload.in_next_ensemble,
             "uploaded_by": upload.uploaded_by.username, "created_at": upload.created_at}
@@ -110,6 +111,26 @@ class JobAbandonView(JobView):
         return Response(job_payload(services.abandon_pipeline(self.get_run(), request.user)))
 
 
+class JobApproveView(JobView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(summary="Approve a pipeline job awaiting approval: deploy its new ensemble and open the next round",
+                   request=None, responses={202: JobSerializer, 403: None, 409: None})
+    def post(self, request, pk: int) -> Response:
+        run = services.approve_pipeline(self.get_run(), request.user)
+        return Response(job_payload(run), status=status.HTTP_202_ACCEPTED)
+
+
+class JobDiscardView(JobView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(summary="Discard the new ensemble of a job awaiting approval: open the next round with the live one",
+                   request=None, responses={202: JobSerializer, 403: None, 409: None})
+    def post(self, request, pk: int) -> Response:
+        run = services.discard_pipeline(self.get_run(), request.user)
+        return Response(job_payload(run), status=status.HTTP_202_ACCEPTED)
+
+
 class LeaderboardView(TaskView):
     @extend_schema(summary="Models of the task ranked by Dynascore, with their score on every test set",
                    responses={200: LeaderboardSerializer})
@@ -169,3 +190,37 @@ class UploadEnsembleView(APIView):
         body.is_valid(raise_exception=True)
         uploads.set_in_next_ensemble(upload, request.user, body.validated_data["include"])
         return Response(upload_payload(upload))
+
+
+class UploadActionView(APIView):
+    """POST (owners, admins): retry or abandon a researcher model's evaluation."""
+
+    permission_classes = [IsAuthenticated]
+    http_method_names = ["post", "options"]
+    action = "retry"
+
+    def post(self, request, pk: int) -> Response:
+        upload = get_object_or_404(ResearcherModel.objects.select_related("task", "uploaded_by"), pk=pk)
+        if not can_manage(request.user, upload.task):
+            raise PermissionDenied("Only the task's owners and admins may retry or abandon a model's evaluation.")
+        act = uploads.retry_evaluation if self.action == "retry" else uploads.abandon_evaluation
+        upload = act(upload, request.user)
+        return Response(upload_payload(upload), status=status.HTTP_202_ACCEPTED if self.action == "retry" else 200)
+
+
+class UploadRetryView(UploadActionView):
+    action = "retry"
+
+    @extend_schema(summary="Evaluate a failed or stuck upload again", request=None,
+                   responses={202: UploadSerializer, 403: None, 404: None, 409: None})
+    def post(self, request, pk: int) -> Response:
+        return super().post(request, pk)
+
+
+class UploadAbandonView(UploadActionView):
+    action = "abandon"
+
+    @extend_schema(summary="Abandon a failed or stuck upload's evaluation", request=None,
+                   responses={200: UploadSerializer, 403: None, 404: None, 409: None})
+    def post(self, request, pk: int) -> Response:
+        return super().post(request, pk)

@@ -11,4 +11,8 @@ urlpatterns = [
     path("jobs/<int:pk>/", api.JobView.as_view(), name="api-job-detail"),
     path("jobs/<int:pk>/retry/", api.JobRetryView.as_view(), name="api-job-retry"),
     path("jobs/<int:pk>/abandon/", api.JobAbandonView.as_view(), name="api-job-abandon"),
+    path("jobs/<int:pk>/approve/", api.JobApproveView.as_view(), name="api-job-approve"),
+    path("jobs/<int:pk>/discard/", api.JobDiscardView.as_view(), name="api-job-discard"),
+    path("models/uploads/<int:pk>/retry/", api.UploadRetryView.as_view(), name="api-upload-retry"),
+    path("models/uploads/<int:pk>/abandon/", api.UploadAbandonView.as_view(), name="api-upload-abandon"),
 ]

@@ -13,6 +13,7 @@ from rounds.charts import Series, bar_chart, line_chart, time_labels
 from rounds.dashboard_seeds import seed_charts, seed_figures
 from rounds.datasets import dataset_label, test_sets
 from rounds.leaderboard import primary_metric
+from rounds.models import PipelineRun
 from tasks import badges
 from tasks.models import Round, Task
 
@@ -65,6 +66,23 @@ def ensemble_matrix(task: Task) -> dict[str, Any]:
             "rows": [{"round": n, "cells": [cells[n].get(s) for s in sets]} for n in sorted(cells)]}
 
 
+def before_after(task: Task, limit: int = 10) -> list[dict[str, Any]]:
+    """Each round change's comparison, newest first: the live ensemble against the retrained one on every test
+    set (the pipeline's compare step), and what happened (deployed, approved, discarded, awaiting)."""
+    out = []
+    runs = PipelineRun.objects.filter(task=task, comparison__isnull=False).exclude(
+        status=PipelineRun.Status.ABANDONED).select_related("decided_by")[:limit]
+    for run in runs:
+        table = run.comparison or {}
+        worse = table.get("worse") or []
+        outcome = ("awaiting approval" if run.status == PipelineRun.Status.AWAITING
+                   else run.decision or ("deployed" if not worse else run.status))
+        out.append({"job": run.pk, "live_round": table.get("live_round"), "new_round": table.get("new_round"),
+                    "metric": table.get("metric"), "tolerance": table.get("tolerance"), "worse": worse,
+                    "outcome": outcome, "rows": table.get("rows", [])})
+    return out
+
+
 def annotators(task: Task, limit: int = 20) -> list[dict[str, Any]]:
     return badges.add_to(Example.objects.filter(round__task=task).leaderboard()[:limit], task)
 
@@ -75,7 +93,8 @@ def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:
     return {"rounds": round_figures(task), "round": chosen.number if chosen else None,
             "fooling_over_time": fooling_over_time(chosen) if chosen else [],
             "labels": label_distribution(task), "ensembles": ensemble_matrix(task), "annotators": annotators(task),
-            "seeds": seed_figures(chosen) if chosen else None}
+            "seeds": seed_figures(chosen) if chosen else None,
+            "before_after": before_after(task)}
 
 
 def charts(data: dict[str, Any]) -> dict[str, Any]:

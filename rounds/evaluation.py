@@ -164,15 +164,42 @@ def evaluate_round_ensemble(round_: Round, log: Log = print) -> dict[str, Any]:
 def evaluate_upload(upload_id: int) -> ResearcherModel:
     """Score a researcher's uploaded model on every test set of its task; a broken model marks the upload failed."""
     upload = ResearcherModel.objects.select_related("model_version__task").get(pk=upload_id)
+    if upload.status != ResearcherModel.Status.EVALUATING:  # abandoned (or already done): nothing to do
+        return upload
+    evaluating = ResearcherModel.objects.filter(pk=upload.pk, status=ResearcherModel.Status.EVALUATING)
     try:
         evaluate_version(upload.model_version, log=lambda _m: None)
     except Exception as exc:  # a broken model is the uploader's problem to see, not a worker crash
-        ResearcherModel.objects.filter(pk=upload.pk).update(
-            status=ResearcherModel.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:3000])
+        evaluating.update(status=ResearcherModel.Status.FAILED, error=f"{type(exc).__name__}: {exc}"[:3000])
     else:
-        ResearcherModel.objects.filter(pk=upload.pk).update(status=ResearcherModel.Status.EVALUATED, error="")
+        evaluating.update(status=ResearcherModel.Status.EVALUATED, error="")
     upload.refresh_from_db()
     return upload
+
+
+def compare_ensembles(task: Task, live: tuple[int, Sequence[ModelVersion]], new: tuple[int, Sequence[ModelVersion]],
+                      log: Log = print) -> dict[str, Any]:
+    """The new ensemble against the live one on every test set, in the kind's main metric: one row per set with
+    both figures and the difference in points (new − live, ×100). Scores already stored for the same members
+    and set size (the evaluate step's) are reused; missing ones are computed and stored."""
+    from rounds.leaderboard import primary_metric  # the leaderboard imports this module's neighbours
+
+    metric, cache, rows = primary_metric(task), PredictionCache(), []
+    (live_round, live_members), (new_round, new_members) = live, new
+    for name in datasets.test_sets(task):
+        labelled = datasets.load(task, name)
+        if not labelled.inputs:
+            continue
+        _score_ensembles(task, {live_round: list(live_members), new_round: list(new_members)}, labelled, cache, log)
+        scores = {s.round_number: s.metrics.get(metric) for s in EnsembleScore.objects.filter(
+            task=task, dataset=name, round_number__in=[live_round, new_round])}
+        before, after = scores.get(live_round), scores.get(new_round)
+        delta = None if before is None or after is None else round((after - before) * 100, 2)
+        rows.append({"dataset": name, "label": datasets.dataset_label(name), "size": len(labelled.inputs),
+                     "live": before, "new": after, "delta": delta})
+    record_measurements(cache)
+    return {"metric": metric, "live_round": live_round, "new_round": new_round,
+            "live_members": [v.pk for v in live_members], "new_members": [v.pk for v in new_members], "rows": rows}
 
 
 def _fmt(metrics: dict[str, float]) -> str:

@@ -7,7 +7,10 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-UNFINISHED = ("pending", "running", "failed")
+# A run in any of these states holds the task's one slot (the database allows one unfinished run per task):
+# "awaiting" is a run stopped before deploying a new ensemble worse than the live one, until its owner approves
+# or discards it; abandoning a run frees the slot.
+UNFINISHED = ("pending", "running", "failed", "awaiting")
 
 
 class PipelineRun(models.Model):
@@ -18,7 +21,13 @@ class PipelineRun(models.Model):
         RUNNING = "running", "Running"
         DONE = "done", "Done"
         FAILED = "failed", "Failed (can be retried)"
+        AWAITING = "awaiting", "Awaiting approval"
         ABANDONED = "abandoned", "Abandoned"
+
+    class Decision(models.TextChoices):
+        NONE = "", "Not asked"
+        APPROVED = "approved", "Approved: deploy the new ensemble"
+        DISCARDED = "discarded", "Discarded: keep the live ensemble"
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="pipeline_runs")
     from_round = models.ForeignKey(
@@ -43,6 +52,15 @@ class PipelineRun(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    comparison = models.JSONField(
+        null=True, blank=True, default=None,
+        help_text="the new ensemble against the live one on every test set (rounds.evaluation.compare_ensembles)",
+    )
+    decision = models.CharField(max_length=10, choices=Decision.choices, blank=True, default="")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -66,6 +84,7 @@ class PipelineStep(models.Model):
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         RUNNING = "running", "Running"
+        WAITING = "waiting", "Awaiting approval"
         DONE = "done", "Done"
         FAILED = "failed", "Failed"
 
@@ -103,6 +122,7 @@ class ResearcherModel(models.Model):
         EVALUATING = "evaluating", "Evaluating"
         EVALUATED = "evaluated", "Evaluated"
         FAILED = "failed", "Evaluation failed"
+        ABANDONED = "abandoned", "Abandoned"
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="researcher_models")
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -118,6 +138,7 @@ class ResearcherModel(models.Model):
     error = models.TextField(blank=True, default="")
     in_next_ensemble = models.BooleanField(default=False, help_text="the owner added it to the next round's ensemble")
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True, help_text="when its evaluation was last queued")
 
     class Meta:
         ordering = ["-created_at"]

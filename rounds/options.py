@@ -21,6 +21,9 @@ class PipelineOptions(BaseModel):
     k: int | None = Field(None, ge=0, le=10000, description="hardness seeds per label; None: the task's seeding.k_per_label")
     pool_max: int | None = Field(None, ge=1, description="pool items scored for hardness (a stable sample); "
                                                         "None: the task's seeding.pool_max")
+    retrain_without_new_data: bool | None = Field(
+        None, description="retrain although the closing round brought no new training data (None: the task's "
+                          "setting, retraining.retrain_without_new_data)")
 
 
 class BadOptions(InvalidInput):

@@ -58,7 +58,10 @@ def execute(run_id: int) -> PipelineRun:
     for step in run.steps.order_by("position"):
         if step.status == Step.DONE:
             continue
-        error = run_step(run, step, functions[step.name])
+        try:
+            error = run_step(run, step, functions[step.name])
+        except steps.AwaitingApproval:
+            return finish(run, Run.AWAITING, "")
         if error is not None:
             return finish(run, Run.FAILED, f"step {step.name} failed: {error}")
     return finish(run, Run.DONE, "")
@@ -67,7 +70,7 @@ def execute(run_id: int) -> PipelineRun:
 def run_step(run: PipelineRun, step: PipelineStep, fn: StepFn) -> str | None:
     """Execute one step; None on success, else the error message (also stored on the step)."""
     started = timezone.now()
-    claimed = PipelineStep.objects.filter(pk=step.pk, status__in=[Step.PENDING, Step.FAILED]).update(
+    claimed = PipelineStep.objects.filter(pk=step.pk, status__in=[Step.PENDING, Step.FAILED, Step.WAITING]).update(
         status=Step.RUNNING, attempts=F("attempts") + 1, started_at=started, finished_at=None, error="", progress=0.0
     )
     if not claimed:
@@ -76,6 +79,11 @@ def run_step(run: PipelineRun, step: PipelineStep, fn: StepFn) -> str | None:
     ctx = StepContext(run, step)
     try:
         result = fn(ctx) or {}
+    except steps.AwaitingApproval as wait:  # not a failure: the run stops here until an owner decides
+        ctx.log(f"AWAITING APPROVAL: {wait}")
+        PipelineStep.objects.filter(pk=step.pk).update(status=Step.WAITING, message=str(wait)[:300],
+                                                       finished_at=timezone.now())
+        raise
     except Exception as exc:  # a step failure is data for the owner, not a crash of the worker
         message = f"{type(exc).__name__}: {exc}"
         log.exception("pipeline %s step %s failed", run.pk, step.name)
@@ -110,15 +118,24 @@ def stale_after_s() -> int:
 
 
 def is_stale(run: PipelineRun) -> bool:
-    """A running run whose worker stopped reporting (killed, crashed machine)."""
-    if run.status != Run.RUNNING or run.heartbeat_at is None:
+    """Stuck: a running run whose worker stopped reporting (killed, crashed machine), or a pending run no worker
+    picked up (its message was lost), for longer than ROUNDS_PIPELINE_STALE_S (default 30 minutes). A running
+    step reports progress at least every few seconds, so silence that long means nobody works on it."""
+    if run.status == Run.RUNNING and run.heartbeat_at is not None:
+        last = run.heartbeat_at
+    elif run.status == Run.PENDING:
+        last = run.heartbeat_at or run.created_at
+    else:
         return False
-    return (timezone.now() - run.heartbeat_at).total_seconds() > stale_after_s()
+    return (timezone.now() - last).total_seconds() > stale_after_s()
 
 
 def mark_stale_failed(run: PipelineRun) -> bool:
-    message = f"the worker stopped reporting (no progress for over {stale_after_s()} s)"
-    updated = PipelineRun.objects.filter(pk=run.pk, status=Run.RUNNING, heartbeat_at=run.heartbeat_at).update(
+    if run.status == Run.PENDING:
+        message = f"no worker picked the run up for over {stale_after_s()} s"
+    else:
+        message = f"the worker stopped reporting (no progress for over {stale_after_s()} s)"
+    updated = PipelineRun.objects.filter(pk=run.pk, status=run.status, heartbeat_at=run.heartbeat_at).update(
         status=Run.FAILED, error=message, finished_at=timezone.now()
     )
     if updated:
@@ -131,7 +148,7 @@ def reset_for_retry(run: PipelineRun) -> bool:
     if is_stale(run):
         mark_stale_failed(run)
     updated = PipelineRun.objects.filter(pk=run.pk, status=Run.FAILED).update(
-        status=Run.PENDING, error="", finished_at=None
+        status=Run.PENDING, error="", finished_at=None, heartbeat_at=timezone.now()
     )
     run.refresh_from_db()
     return bool(updated)
@@ -141,6 +158,7 @@ def snapshot(run: PipelineRun) -> dict[str, Any]:
     """The run's state for the console and the API."""
     steps = list(run.steps.order_by("position"))
     labels = step_labels()
+    stale = is_stale(run)
     done = sum(1 for s in steps if s.status == Step.DONE)
     partial = sum(s.progress for s in steps if s.status == Step.RUNNING)
     return {
@@ -149,9 +167,18 @@ def snapshot(run: PipelineRun) -> dict[str, Any]:
         "to_round": run.to_round.number if run.to_round else None,
         "progress": round((done + partial) / len(steps), 4) if steps else 0.0,
         "created_at": run.created_at, "started_at": run.started_at, "finished_at": run.finished_at,
-        "seconds": _round(run.seconds), "options": run.options, "stale": is_stale(run),
+        "seconds": _round(run.seconds), "options": run.options, "stale": stale,
+        "comparison": run.comparison, "decision": run.decision,
+        "decided_by": run.decided_by.username if run.decided_by_id else None, "decided_at": run.decided_at,
+        "actions": {"retry": run.status == Run.FAILED or stale, "abandon": can_abandon(run),
+                    "approve": run.status == Run.AWAITING, "discard": run.status == Run.AWAITING},
         "steps": [_step_row(s, labels.get(s.name, s.name)) for s in steps],
     }
+
+
+def can_abandon(run: PipelineRun) -> bool:
+    """Failed, awaiting approval, or stuck: giving it up frees the task's one unfinished-run slot."""
+    return run.status in (Run.FAILED, Run.AWAITING) or is_stale(run)
 
 
 def _step_row(step: PipelineStep, label: str) -> dict[str, Any]:

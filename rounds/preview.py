@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exports import splits
+from modelzoo.services import active_ensemble
 from rounds.datasets import BASE_TEST, dataset_label
 from rounds.models import ResearcherModel
 from rounds.options import pipeline_options
@@ -39,6 +40,14 @@ class ClosePreview:
     pool: int = 0  # pool items not yet used as another round's seeds
     seeding: bool = True  # whether the next round is seeded (every kind is, by a weak scorer)
     validation_continues: bool = True
+    live_models: int = 0  # models of the closing round's live ensemble
+    new_training: int = 0  # training rows the live ensemble has not seen (the closing round's train split, new imports)
+    retrain_anyway: bool = False  # the task's setting retraining.retrain_without_new_data
+
+    @property
+    def keeps_live(self) -> bool:
+        """Closing keeps the live ensemble unless the owner ticks "retrain anyway" (rounds.steps.retrain)."""
+        return bool(self.live_models) and self.new_training == 0 and not self.retrain_anyway
 
     @property
     def train_total(self) -> int:
@@ -73,7 +82,15 @@ def close_preview(task: Task) -> ClosePreview:
         pool=min(pool_size(task), task.typed_config.seeding.pool_max if options.pool_max is None else options.pool_max),
         seeding=True,  # every kind is seeded: a weak scorer trained on the pool scores it (docs/seeding.md)
         validation_continues=task.typed_config.validation.continue_after_close,
+        retrain_anyway=task.typed_config.retraining.retrain_without_new_data,
     )
+    ensemble = active_ensemble(closing) if closing else None
+    live = ensemble.ordered_members() if ensemble else []
+    if live:
+        since = min(v.created_at for v in live)
+        preview.live_models = len(live)
+        preview.new_training = preview.closing_splits.get("train", 0) + LabeledItem.objects.filter(
+            task=task, split=LabeledItem.Split.TRAIN, created_at__gt=since).count()
     return preview
 
 

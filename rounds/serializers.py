@@ -40,7 +40,12 @@ class JobSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     seconds = serializers.FloatField(allow_null=True)
     options = serializers.JSONField()
-    stale = serializers.BooleanField(help_text="running, but silent for longer than ROUNDS_PIPELINE_STALE_S")
+    stale = serializers.BooleanField(help_text="stuck: pending or running, but silent for longer than ROUNDS_PIPELINE_STALE_S")
+    comparison = serializers.JSONField(allow_null=True, help_text="the new ensemble against the live one on every test set")
+    decision = serializers.CharField(allow_blank=True, help_text="approved or discarded (a run awaiting approval)")
+    decided_by = serializers.CharField(allow_null=True)
+    decided_at = serializers.DateTimeField(allow_null=True)
+    actions = serializers.DictField(child=serializers.BooleanField(), help_text="what an owner may do now")
     steps = StepSerializer(many=True)
     url = serializers.CharField()
 
@@ -59,6 +64,8 @@ class DashboardSerializer(serializers.Serializer):
     seeds = serializers.DictField(allow_null=True, help_text="the round's hardness seeding: score, seeds, a histogram "
                                   "of the seeds' and the rest of the pool's scores, and the fooling rate on seeded "
                                   "contexts and on the others (rounds.dashboard_seeds)")
+    before_after = serializers.ListField(
+        child=serializers.DictField(), help_text="per round change: the live and the retrained ensemble on every test set")
 
 
 class LeaderboardSerializer(serializers.Serializer):
@@ -80,6 +87,8 @@ class UploadSerializer(serializers.Serializer):
     in_next_ensemble = serializers.BooleanField()
     uploaded_by = serializers.CharField()
     created_at = serializers.DateTimeField()
+    stuck = serializers.BooleanField(help_text="evaluating for longer than ROUNDS_UPLOAD_STALE_S")
+    queued_at = serializers.DateTimeField(allow_null=True)
 
 
 class UploadListSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from dynabench_site import errors
 from dynabench_site.jobs import dispatch, runner_for
@@ -35,6 +36,9 @@ def unfinished_run(task: Task) -> PipelineRun | None:
 
 
 def busy_message(run: PipelineRun) -> str:
+    if run.status == PipelineRun.Status.AWAITING:
+        return (f"Pipeline #{run.pk} for this task awaits approval: its new ensemble is worse than the live one. "
+                f"Approve it (deploy) or discard it (keep the live ensemble) before opening another round.")
     if run.status == PipelineRun.Status.FAILED:
         step = run.steps.filter(status=PipelineStep.Status.FAILED).first()
         where = f" at step “{step.name}”" if step else ""
@@ -84,12 +88,47 @@ def retry_pipeline(run: PipelineRun, user) -> PipelineRun:
 
 
 def abandon_pipeline(run: PipelineRun, user) -> PipelineRun:
-    """Give up a failed run (what it finished stays: a closed round stays closed)."""
+    """Give up a failed, stuck or awaiting run, which frees the task's slot for another one. What it finished
+    stays: a closed round stays closed, the next round stays a draft, models it trained stay ready (not
+    deployed). Closing again starts a new run that picks up from the closed round."""
     check_can_run(user, run.task)
-    updated = PipelineRun.objects.filter(pk=run.pk, status=PipelineRun.Status.FAILED).update(
-        status=PipelineRun.Status.ABANDONED
-    )
+    if pipeline.is_stale(run):
+        pipeline.mark_stale_failed(run)
+    updated = PipelineRun.objects.filter(
+        pk=run.pk, status__in=[PipelineRun.Status.FAILED, PipelineRun.Status.AWAITING]
+    ).update(status=PipelineRun.Status.ABANDONED, finished_at=timezone.now())
     if not updated:
-        raise PipelineBusy(f"Pipeline #{run.pk} is {run.status}; only a failed pipeline can be abandoned.", run)
+        run.refresh_from_db()
+        raise PipelineBusy(f"Pipeline #{run.pk} is {run.status}; only a failed, stuck or awaiting pipeline can be "
+                           f"abandoned (a running one is abandoned once it has been silent for "
+                           f"{pipeline.stale_after_s()} s).", run)
     run.refresh_from_db()
     return run
+
+
+def decide_pipeline(run: PipelineRun, user, decision: str) -> PipelineRun:
+    """An owner's answer to a run awaiting approval: "approved" deploys the new ensemble, "discarded" keeps the
+    live one; either way the run continues (seeding, deployment, opening the next round)."""
+    check_can_run(user, run.task)
+    if decision not in (PipelineRun.Decision.APPROVED, PipelineRun.Decision.DISCARDED):
+        raise errors.InvalidInput(f"decision must be approved or discarded, not {decision!r}", field="decision")
+    now = timezone.now()
+    updated = PipelineRun.objects.filter(pk=run.pk, status=PipelineRun.Status.AWAITING).update(
+        status=PipelineRun.Status.PENDING, decision=decision, decided_by=user, decided_at=now, heartbeat_at=now,
+        finished_at=None, error="",
+    )
+    if not updated:
+        run.refresh_from_db()
+        raise PipelineBusy(f"Pipeline #{run.pk} is {run.status}; only a pipeline awaiting approval can be approved "
+                           f"or discarded.", run)
+    run.refresh_from_db()
+    enqueue(run)
+    return run
+
+
+def approve_pipeline(run: PipelineRun, user) -> PipelineRun:
+    return decide_pipeline(run, user, PipelineRun.Decision.APPROVED)
+
+
+def discard_pipeline(run: PipelineRun, user) -> PipelineRun:
+    return decide_pipeline(run, user, PipelineRun.Decision.DISCARDED)

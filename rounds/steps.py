@@ -16,7 +16,11 @@ from rounds import evaluation, seeding, training
 from rounds.context import StepContext
 from rounds.models import PipelineRun, ResearcherModel
 from tasks import rounds
-from tasks.models import Round
+from tasks.models import LabeledItem, Round
+
+
+class AwaitingApproval(Exception):
+    """The new ensemble is worse than the live one beyond the task's tolerance: the run waits for its owner."""
 
 
 def next_round(ctx: StepContext) -> Round:
@@ -56,8 +60,38 @@ def assign_splits(ctx: StepContext) -> dict[str, Any]:
     return {"rounds": counts}
 
 
+def live_members(ctx: StepContext) -> list[ModelVersion]:
+    """The ensemble in the loop of the closing round (none before the first round)."""
+    source = ctx.run.from_round
+    ensemble = active_ensemble(source) if source is not None else None
+    return ensemble.ordered_members() if ensemble is not None else []
+
+
+def new_training_rows(ctx: StepContext, live: list[ModelVersion]) -> int:
+    """Training data the live ensemble has not seen: the closing round's train split, plus training items
+    imported since the live ensemble's first member was trained."""
+    source = ctx.run.from_round
+    rows = splits.in_split(source, "train").count() if source is not None else 0
+    since = min(v.created_at for v in live)
+    return rows + LabeledItem.objects.filter(task=ctx.task, split=LabeledItem.Split.TRAIN, created_at__gt=since).count()
+
+
+def wants_retraining(ctx: StepContext) -> bool:
+    asked = ctx.options.retrain_without_new_data
+    return ctx.task.typed_config.retraining.retrain_without_new_data if asked is None else asked
+
+
 def retrain(ctx: StepContext) -> dict[str, Any]:
     target = next_round(ctx)
+    live = live_members(ctx)
+    if live and not wants_retraining(ctx) and (new := new_training_rows(ctx, live)) == 0:
+        ctx.log(f"no new training data: round {ctx.run.from_round.number} has no example in its train split and no "
+                f"training item was imported since the live ensemble was trained, so round {target.number} keeps the "
+                f"live ensemble ({', '.join(v.name for v in live)}) and nothing is retrained. To retrain anyway, tick "
+                f"“retrain without new data” when closing the round (or set retraining.retrain_without_new_data).")
+        return {"versions": [], "kept_live": [v.pk for v in live], "new_rows": 0}
+    if live and not wants_retraining(ctx):
+        ctx.log(f"{new} new training rows since the live ensemble was trained")
     versions = training.train_ensemble(ctx, target.number)
     return {"versions": [v.pk for v in versions]}
 
@@ -66,6 +100,55 @@ def evaluate(ctx: StepContext) -> dict[str, Any]:
     target = next_round(ctx)
     members = _members(ctx)
     return evaluation.evaluate_everything(ctx.task, {target.number: members}, ctx.log, ctx.progress)
+
+
+def tolerance(ctx: StepContext) -> float:
+    return float(ctx.task.typed_config.retraining.deploy_tolerance)
+
+
+def compare(ctx: StepContext) -> dict[str, Any]:
+    """Before deploying: the new ensemble against the live one on every test set. Worse by more than the task's
+    tolerance on any set, the run stops at "awaiting approval" until an owner approves (deploy it) or discards
+    it (the next round keeps the live ensemble)."""
+    run, target = ctx.run, next_round(ctx)
+    live, members = live_members(ctx), _members(ctx)
+    if not live:
+        ctx.log("no live ensemble (the task's first round): nothing to compare with")
+        return {"verdict": "no_live"}
+    if [v.pk for v in live] == [v.pk for v in members]:
+        ctx.log("the next round keeps the live ensemble: nothing to compare")
+        return {"verdict": "same"}
+    limit = tolerance(ctx)
+    table = evaluation.compare_ensembles(ctx.task, (run.from_round.number, live), (target.number, members), ctx.log)
+    worse = [r["label"] for r in table["rows"] if r["delta"] is not None and r["delta"] < -limit]
+    table.update(tolerance=limit, worse=worse)
+    for row in table["rows"]:
+        ctx.log(f"{row['label']} ({row['size']}): live {_pct(row['live'])}, new {_pct(row['new'])}, "
+                f"{_points(row['delta'])}")
+    run.refresh_from_db(fields=["decision", "decided_by"])
+    PipelineRun.objects.filter(pk=run.pk).update(comparison=table)
+    if not worse:
+        ctx.log(f"the new ensemble is within {limit:g} point(s) of the live one on every test set: it is deployed")
+        return {"verdict": "better", "worse": []}
+    who = run.decided_by.username if run.decided_by else "an owner"
+    if run.decision == PipelineRun.Decision.APPROVED:
+        ctx.log(f"worse on {', '.join(worse)}, but {who} approved it: the new ensemble is deployed")
+        return {"verdict": "approved", "worse": worse}
+    if run.decision == PipelineRun.Decision.DISCARDED:
+        PipelineRun.objects.filter(pk=run.pk).update(members=[v.pk for v in live])
+        run.members = [v.pk for v in live]
+        ctx.log(f"{who} discarded the new ensemble: round {target.number} keeps the live one")
+        return {"verdict": "discarded", "worse": worse}
+    raise AwaitingApproval(f"the new ensemble is worse than the live one by more than {limit:g} point(s) on "
+                           f"{', '.join(worse)}; an owner must approve (deploy it) or discard it (keep the live one)")
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value * 100:.1f}"
+
+
+def _points(delta: float | None) -> str:
+    return "no figure" if delta is None else f"{delta:+.1f} points"
 
 
 def seed(ctx: StepContext) -> dict[str, Any]:
@@ -108,7 +191,8 @@ def _members(ctx: StepContext) -> list[ModelVersion]:
     the first time a step needs them, so evaluate, seed and deploy agree, and a retry uses the same ones."""
     run = ctx.run
     if run.members is None:
-        trained = ctx.result_of("retrain").get("versions", [])
+        retrained = ctx.result_of("retrain")
+        trained = retrained.get("versions") or retrained.get("kept_live", [])
         added = list(
             ResearcherModel.objects.filter(task=ctx.task, in_next_ensemble=True, model_version__isnull=False)
             .exclude(model_version_id__in=trained).values_list("model_version_id", flat=True)
@@ -124,6 +208,7 @@ STEPS = [
     ("assign_splits", "Assign dataset splits", assign_splits),
     ("retrain", "Retrain the target models", retrain),
     ("evaluate", "Evaluate every model on every test set", evaluate),
+    ("compare", "Compare the new ensemble with the live one", compare),
     ("seed", "Seed the next round (hardness)", seed),
     ("deploy", "Deploy the new ensemble", deploy),
     ("open", "Open the next round", open_round),

@@ -22,8 +22,9 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
-from dynabench_site.errors import InvalidInput, NotPermitted
+from dynabench_site.errors import Conflict, InvalidInput, NotPermitted
 from dynabench_site.jobs import dispatch
 from modelzoo.heads import get_head
 from modelzoo.services import register_artifact
@@ -332,7 +333,63 @@ def submit(task: Task, user, name: str, files: Sequence[UploadedFileLike], descr
                                     lineage={"data": "uploaded", "upload": upload.pk, "by": user.username})
         ResearcherModel.objects.filter(pk=upload.pk).update(model_version=version)
         upload.model_version = version
-        dispatch(jobs.evaluate_upload, upload.pk, on_failure=lambda exc: _unqueued(upload.pk, exc))
+        enqueue_evaluation(upload)
+    return upload
+
+
+def enqueue_evaluation(upload: ResearcherModel) -> None:
+    ResearcherModel.objects.filter(pk=upload.pk).update(queued_at=timezone.now())
+    dispatch(jobs.evaluate_upload, upload.pk, on_failure=lambda exc: _unqueued(upload.pk, exc))
+
+
+def stale_after_s() -> int:
+    return int(getattr(settings, "ROUNDS_UPLOAD_STALE_S", 1800))
+
+
+def is_stuck(upload: ResearcherModel) -> bool:
+    """Evaluating for longer than ROUNDS_UPLOAD_STALE_S (default 30 minutes) since its evaluation was queued:
+    the job was lost (worker killed, broker restarted). Evaluating one model on the test sets takes seconds."""
+    if upload.status != ResearcherModel.Status.EVALUATING:
+        return False
+    since = upload.queued_at or upload.created_at
+    return (timezone.now() - since).total_seconds() > stale_after_s()
+
+
+class UploadBusy(Conflict):
+    def __init__(self, message: str):
+        super().__init__(message, field="status")
+
+
+def check_can_manage(upload: ResearcherModel, user) -> None:
+    if not roles.can_manage(user, upload.task):
+        raise NotPermitted("Only the task's owners and admins may retry or abandon a model's evaluation.")
+
+
+def retry_evaluation(upload: ResearcherModel, user) -> ResearcherModel:
+    """Evaluate a failed or stuck upload again."""
+    check_can_manage(upload, user)
+    allowed = upload.status == ResearcherModel.Status.FAILED or is_stuck(upload)
+    if not allowed or upload.model_version_id is None:
+        raise UploadBusy(f"{upload.name} is {upload.get_status_display().lower()}; only a failed evaluation, or one "
+                         f"stuck for over {stale_after_s()} s, can be retried.")
+    ResearcherModel.objects.filter(pk=upload.pk).update(status=ResearcherModel.Status.EVALUATING, error="")
+    enqueue_evaluation(upload)
+    upload.refresh_from_db()
+    return upload
+
+
+def abandon_evaluation(upload: ResearcherModel, user) -> ResearcherModel:
+    """Give up a failed or evaluating upload: it leaves the leaderboard and the next ensemble; a late result of
+    its evaluation is ignored."""
+    check_can_manage(upload, user)
+    updated = ResearcherModel.objects.filter(
+        pk=upload.pk, status__in=[ResearcherModel.Status.FAILED, ResearcherModel.Status.EVALUATING]
+    ).update(status=ResearcherModel.Status.ABANDONED, in_next_ensemble=False,
+             error=f"abandoned by {user.username}")
+    if not updated:
+        raise UploadBusy(f"{upload.name} is {upload.get_status_display().lower()}; only a failed or evaluating "
+                         f"model can be abandoned.")
+    upload.refresh_from_db()
     return upload
 
 

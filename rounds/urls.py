@@ -7,6 +7,10 @@ urlpatterns = [
     path("console/jobs/<int:pk>/", views.job, name="rounds-job"),
     path("console/jobs/<int:pk>/retry/", views.job_action, {"action": "retry"}, name="rounds-job-retry"),
     path("console/jobs/<int:pk>/abandon/", views.job_action, {"action": "abandon"}, name="rounds-job-abandon"),
+    path("console/jobs/<int:pk>/approve/", views.job_action, {"action": "approve"}, name="rounds-job-approve"),
+    path("console/jobs/<int:pk>/discard/", views.job_action, {"action": "discard"}, name="rounds-job-discard"),
+    path("console/uploads/<int:pk>/retry/", views.upload_action, {"action": "retry"}, name="rounds-upload-retry"),
+    path("console/uploads/<int:pk>/abandon/", views.upload_action, {"action": "abandon"}, name="rounds-upload-abandon"),
     path("console/uploads/<int:pk>/ensemble/", views.upload_include, name="rounds-upload-include"),
     path("tasks/<slug:slug>/console/", views.task_console, name="rounds-task-console"),
     # The console's rounds section: GET shows it with what closing will do, POST closes the round.

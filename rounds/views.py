@@ -23,7 +23,7 @@ from modelzoo.services import active_ensemble
 from rounds import dashboard, leaderboard, preview, services, uploads
 from rounds.forms import DynascoreForm, UploadForm
 from rounds.models import PipelineRun, ResearcherModel
-from rounds.pipeline import snapshot
+from rounds.pipeline import is_stale, snapshot
 from tasks import roles
 from tasks.access import task_for
 from tasks.models import Task
@@ -60,7 +60,8 @@ def console_rounds(request, slug: str):
     after a confirmation that says what closing will do (a POST here starts the pipeline)."""
     task = task_for(request, slug, roles.OWNER)
     if request.method == "POST":
-        run = services.start_pipeline(task, request.user, description=request.POST.get("description", ""))
+        options = {"retrain_without_new_data": True} if request.POST.get("retrain_without_new_data") else {}
+        run = services.start_pipeline(task, request.user, options, description=request.POST.get("description", ""))
         return redirect("rounds-job", pk=run.pk)
     unfinished = services.unfinished_run(task)
     context = console_context(task, preview=None if unfinished else preview.close_preview(task))
@@ -82,7 +83,11 @@ def task_health(task: Task) -> dict[str, Any]:
         "round": round_, "members": ensemble.ordered_members() if ensemble else [],
         "pending": examples.filter(scoring_state=Example.Scoring.PENDING).count(),
         "failed": examples.filter(scoring_state=Example.Scoring.FAILED).count(),
-        "last_run": PipelineRun.objects.filter(task=task).first(),
+        "last_run": (last := PipelineRun.objects.filter(task=task).first()),
+        "run_stuck": last is not None and is_stale(last),
+        "stuck_uploads": [u for u in ResearcherModel.objects.filter(
+            task=task, status__in=[ResearcherModel.Status.EVALUATING, ResearcherModel.Status.FAILED])
+            if u.status == ResearcherModel.Status.FAILED or uploads.is_stuck(u)],
     }
 
 
@@ -104,9 +109,26 @@ def job(request, pk: int):
 @returns_to("rounds-job", "pk")
 def job_action(request, pk: int, action: str):
     run = owned_run(request, pk)
-    act = services.retry_pipeline if action == "retry" else services.abandon_pipeline
+    act = {"retry": services.retry_pipeline, "abandon": services.abandon_pipeline,
+           "approve": services.approve_pipeline, "discard": services.discard_pipeline}[action]
     act(run, request.user)
+    done = {"retry": "queued again", "abandon": "abandoned", "approve": "approved: the new ensemble will be deployed",
+            "discard": "discarded: the next round keeps the live ensemble"}[action]
+    messages.success(request, f"Pipeline #{run.pk} {done}.")
     return redirect("rounds-job", pk=run.pk)
+
+
+@login_required
+@require_POST
+@returns_to()  # the page the form is on (its `next`): the console's rounds page or the upload page
+def upload_action(request, pk: int, action: str):
+    upload = get_object_or_404(ResearcherModel.objects.select_related("task"), pk=pk)
+    if not roles.can_manage(request.user, upload.task):
+        raise PermissionDenied("Only the task's owners and admins may retry or abandon a model's evaluation.")
+    act = uploads.retry_evaluation if action == "retry" else uploads.abandon_evaluation
+    act(upload, request.user)
+    messages.success(request, f"{upload.name}: evaluation {'queued again' if action == 'retry' else 'abandoned'}.")
+    return redirect(back_url(request, reverse("rounds-console-rounds", args=[upload.task.slug])))
 
 
 def leaderboard_page(request, slug: str):
@@ -154,7 +176,8 @@ def model_upload(request, slug: str):
 
 def upload_context(request, task: Task, form: UploadForm, errors: list[str]) -> dict[str, Any]:
     mine = ResearcherModel.objects.filter(task=task, uploaded_by=request.user)
-    return {"task": task, "form": form, "errors": errors, "mine": mine, "max_mb": uploads.max_total_bytes() // uploads.MB}
+    return {"task": task, "form": form, "errors": errors, "mine": mine, "max_mb": uploads.max_total_bytes() // uploads.MB,
+            "can_manage": roles.can_manage(request.user, task)}
 
 
 @login_required

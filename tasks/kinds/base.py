@@ -114,6 +114,18 @@ class SeedingSettings(_Strict):
     min_steps: int = Field(50, ge=1, le=10000, description="The weak scorer's least number of updates: a small "
                                                            "pool is passed over several times to reach it.")
     seed: int = Field(0, description="Changes the pool sample and the weak scorer's initialisation.")
+# --- retraining between rounds (rounds pipeline; docs/rounds.md) ---------------------------------------
+class RetrainingSettings(_Strict):
+    """What closing a round does with the models in the loop (docs/rounds.md)."""
+
+    deploy_tolerance: float = Field(
+        1.0, ge=0, le=100,
+        description="Points (of the kind's main metric, ×100) a retrained ensemble may lose against the live one "
+                    "on any test set before the pipeline stops and asks the owner to approve or discard it.")
+    retrain_without_new_data: bool = Field(
+        False, description="Retrain even when the closing round brought no new training examples (otherwise the "
+                           "live ensemble is kept).")
+# --- end of retraining settings -------------------------------------------------------------------------
 
 
 class TaskConfig(_Strict):
@@ -131,6 +143,7 @@ class TaskConfig(_Strict):
     dynascore: DynascoreWeights = Field(default_factory=DynascoreWeights)
     crowd: CrowdSettings = Field(default_factory=CrowdSettings)
     seeding: SeedingSettings = Field(default_factory=SeedingSettings)
+    retraining: RetrainingSettings = Field(default_factory=RetrainingSettings, title="Retraining between rounds")
 
     @field_validator("context_fields", "input_fields")
     @classmethod

@@ -4,6 +4,7 @@ round 2 opens with the new ensemble and hardness seeds; leaderboard and dashboar
 from __future__ import annotations
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -44,13 +45,18 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
 
     def finished(b) -> bool:
         seen.add(text(b, "#job-status"))
-        return text(b, "#job-status") in ("done", "failed")
+        return text(b, "#job-status") in ("done", "failed", "awaiting")
 
     WebDriverWait(browser, 180, poll_frequency=0.2).until(finished)
+    if text(browser, "#job-status") == "awaiting":  # the retrained ensemble came out worse than round 1's
+        assert browser.find_element(By.ID, "comparison-table").is_displayed()
+        browser.find_element(By.ID, "job-approve").click()  # the owner deploys it anyway
+        WebDriverWait(browser, 180, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)).until(
+            lambda b: text(b, "#job-status") in ("done", "failed"))
     assert text(browser, "#job-status") == "done", text(browser, "#job-error")
     assert seen & {"pending", "running"}, "the page followed the job while it ran"
     steps = browser.find_elements(By.CSS_SELECTOR, "#job-steps li.step")
-    assert [s.get_attribute("class") for s in steps] == ["step done"] * 7
+    assert [s.get_attribute("class") for s in steps] == ["step done"] * 8
     assert browser.find_element(By.ID, "job-progress").get_attribute("aria-valuenow") == "100"
     assert "round 2 is open" in text(browser, "#job-done").lower()
 
@@ -72,3 +78,36 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
     ensembles = [tr.get_attribute("data-round") for tr in browser.find_elements(By.CSS_SELECTOR, "#ensemble-matrix tbody tr")]
     assert ensembles == ["1", "2"]
     assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart")) == 4
+
+
+def test_owner_sees_a_worse_ensemble_wait_and_discards_it(browser, transactional_db, settings):
+    """The job page follows the run to "awaiting approval", shows the before/after table as it arrives, and the
+    owner's discard opens round 2 with the live ensemble."""
+    from modelzoo.services import active_ensemble
+    from tests.rounds.test_approval import deploy_live
+
+    settings.JOB_RUNNER = "thread"
+    task = TaskFactory(slug="small", kind="sentiment")
+    owner = UserFactory(username="boss")
+    task.owners.add(owner)
+    fill_task(task)
+    for example in task.rounds.get(number=1).examples.exclude(split="test"):  # as test_approval's `live`
+        example.validated_label = "negative" if example.target == "positive" else "positive"
+        example.save(update_fields=["validated_label"])
+    live = deploy_live(task)
+    browser.login(owner)
+    browser.go("/tasks/small/console/rounds/")
+    browser.find_element(By.ID, "start-round-open").click()
+    browser.find_element(By.ID, "start-round").click()
+    WebDriverWait(browser, 10).until(lambda b: "/console/jobs/" in b.current_url)
+    WebDriverWait(browser, 180, poll_frequency=0.2).until(lambda b: text(b, "#job-status") in ("awaiting", "done",
+                                                                                                 "failed"))
+    assert text(browser, "#job-status") == "awaiting", text(browser, "#job-error")
+    table = browser.find_element(By.ID, "comparison-table").text
+    assert "base test" in table and "round 1 test" in table
+    assert "base test" in text(browser, "#job-worse")
+    browser.find_element(By.ID, "job-discard").click()
+    WebDriverWait(browser, 180, poll_frequency=0.2, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda b: text(b, "#job-status") in ("done", "failed"))
+    assert text(browser, "#job-status") == "done"
+    assert active_ensemble(task.rounds.get(number=2)).ordered_members() == live

@@ -23,7 +23,7 @@ def test_pipeline_closes_round_one_and_opens_round_two_with_new_ensemble_and_see
     run = services.start_pipeline(small_task, owner)
     run.refresh_from_db()
     assert run.status == PipelineRun.Status.DONE, run.error
-    assert [s.status for s in run.steps.all()] == ["done"] * 7
+    assert [s.status for s in run.steps.all()] == ["done"] * 8
     assert small_task.rounds.get(number=1).status == Round.Status.CLOSED
     round2 = small_task.rounds.get(number=2)
     assert round2.status == Round.Status.OPEN and run.to_round == round2
@@ -64,7 +64,7 @@ def test_failed_step_is_retried_without_redoing_finished_steps(small_task, owner
     seed = run.steps.get(name="seed")
     assert seed.status == PipelineStep.Status.FAILED and "hardness scorer exploded" in seed.error
     assert list(run.steps.filter(status="done").values_list("name", flat=True)) == [
-        "freeze", "assign_splits", "retrain", "evaluate"]
+        "freeze", "assign_splits", "retrain", "evaluate", "compare"]
     assert small_task.current_round is None  # round 1 frozen, round 2 not open yet
 
     monkeypatch.setattr(seeding, "seed_round", real_seed)
@@ -73,7 +73,8 @@ def test_failed_step_is_retried_without_redoing_finished_steps(small_task, owner
     assert run.status == PipelineRun.Status.DONE
     assert trained == [2]  # retraining ran once, not again on retry
     attempts = dict(run.steps.values_list("name", "attempts"))
-    assert attempts == {"freeze": 1, "assign_splits": 1, "retrain": 1, "evaluate": 1, "seed": 2, "deploy": 1, "open": 1}
+    assert attempts == {"freeze": 1, "assign_splits": 1, "retrain": 1, "evaluate": 1, "compare": 1, "seed": 2,
+                        "deploy": 1, "open": 1}
     assert small_task.current_round.number == 2
 
 
@@ -135,7 +136,8 @@ def test_job_api_reports_steps_and_progress(small_task, owner, api):
     job = api.post("/api/tasks/small/rounds/", {"description": "round two"}, format="json").json()
     body = api.get(f"/api/jobs/{job['id']}/").json()
     assert body["status"] == "done" and body["progress"] == 1.0 and body["to_round"] == 2
-    assert [s["name"] for s in body["steps"]] == ["freeze", "assign_splits", "retrain", "evaluate", "seed", "deploy", "open"]
+    assert [s["name"] for s in body["steps"]] == ["freeze", "assign_splits", "retrain", "evaluate", "compare", "seed", "deploy",
+                                         "open"]
     assert all(s["seconds"] is not None for s in body["steps"])
 
 

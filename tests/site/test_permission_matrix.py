@@ -218,6 +218,14 @@ ROWS: list[Row] = [
     Row("api/jobs/<int:pk>/", "GET", p("/api/jobs/{w.run.pk}/"), OWNERS),
     Row("api/jobs/<int:pk>/retry/", "POST", p("/api/jobs/{w.run.pk}/retry/"), OWNERS, json=True),
     Row("api/jobs/<int:pk>/abandon/", "POST", p("/api/jobs/{w.run.pk}/abandon/"), OWNERS, json=True),
+    Row("api/jobs/<int:pk>/approve/", "POST", p("/api/jobs/{w.run.pk}/approve/"), OWNERS, json=True,
+        note="(awaiting approval)", extra={"run_status": "awaiting"}),
+    Row("api/jobs/<int:pk>/discard/", "POST", p("/api/jobs/{w.run.pk}/discard/"), OWNERS, json=True,
+        note="(awaiting approval)", extra={"run_status": "awaiting"}),
+    Row("api/models/uploads/<int:pk>/retry/", "POST", p("/api/models/uploads/{w.upload.pk}/retry/"), OWNERS,
+        json=True, note="(failed evaluation)", extra={"upload_status": "failed"}),
+    Row("api/models/uploads/<int:pk>/abandon/", "POST", p("/api/models/uploads/{w.upload.pk}/abandon/"), OWNERS,
+        json=True, note="(failed evaluation)", extra={"upload_status": "failed"}),
     # --- pages: accounts ---------------------------------------------------------------------------
     Row("", "GET", p("/"), EVERYONE),
     Row("accounts/signup/", "GET", p("/accounts/signup/"), EVERYONE),
@@ -267,6 +275,16 @@ ROWS: list[Row] = [
     Row("console/jobs/<int:pk>/", "GET", p("/console/jobs/{w.run.pk}/"), OWNERS),
     Row("console/jobs/<int:pk>/retry/", "POST", p("/console/jobs/{w.run.pk}/retry/"), OWNERS),
     Row("console/jobs/<int:pk>/abandon/", "POST", p("/console/jobs/{w.run.pk}/abandon/"), OWNERS),
+    Row("console/jobs/<int:pk>/approve/", "POST", p("/console/jobs/{w.run.pk}/approve/"), OWNERS,
+        note="(awaiting approval)", extra={"run_status": "awaiting"}),
+    Row("console/jobs/<int:pk>/discard/", "POST", p("/console/jobs/{w.run.pk}/discard/"), OWNERS,
+        note="(awaiting approval)", extra={"run_status": "awaiting"}),
+    Row("console/uploads/<int:pk>/retry/", "POST", p("/console/uploads/{w.upload.pk}/retry/"), OWNERS,
+        lambda w, u: {"next": "/tasks/sentiment/console/rounds/"}, note="(failed evaluation)",
+        extra={"upload_status": "failed"}),
+    Row("console/uploads/<int:pk>/abandon/", "POST", p("/console/uploads/{w.upload.pk}/abandon/"), OWNERS,
+        lambda w, u: {"next": "/tasks/sentiment/console/rounds/"}, note="(failed evaluation)",
+        extra={"upload_status": "failed"}),
     Row("console/uploads/<int:pk>/ensemble/", "POST", p("/console/uploads/{w.upload.pk}/ensemble/"), OWNERS,
         lambda w, u: {"include": "1", "next": "/tasks/sentiment/leaderboard/"}),
     Row("tasks/<slug:slug>/console/", "GET", p("/tasks/sentiment/console/"), OWNERS),
@@ -380,6 +398,10 @@ def send(row: Row, world: World, persona: str, client: Client | None = None):
         client.force_login(user)
     if row.extra.get("abandon_run"):
         PipelineRun.objects.filter(pk=world.run.pk).update(status=PipelineRun.Status.ABANDONED)
+    if "run_status" in row.extra:
+        PipelineRun.objects.filter(pk=world.run.pk).update(status=row.extra["run_status"])
+    if "upload_status" in row.extra:
+        ResearcherModel.objects.filter(pk=world.upload.pk).update(status=row.extra["upload_status"])
     path = row.path(world, user)
     data = row.data(world, user) if row.data else None
     method = getattr(client, row.method.lower())

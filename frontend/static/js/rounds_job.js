@@ -25,13 +25,53 @@
     setBar($(".mini", li), step.progress);
   }
 
+  const pct = (v) => (v == null ? "—" : (100 * v).toFixed(1) + "%");
+
+  // The before/after table, built once the compare step has stored it (the page renders it when it loads later).
+  function renderComparison(table) {
+    if ($("#job-comparison")) return;
+    const section = document.createElement("section");
+    section.id = "job-comparison";
+    const h2 = document.createElement("h2");
+    h2.textContent = "Before and after: " + table.metric + " of the live ensemble (round " + table.live_round +
+      ") and the new one (round " + table.new_round + ")";
+    const t = document.createElement("table");
+    t.className = "grid";
+    t.id = "comparison-table";
+    const head = t.createTHead().insertRow();
+    ["Test set", "Examples", "Live", "New", "Difference (points)"].forEach((name) => {
+      const th = document.createElement("th");
+      th.textContent = name;
+      head.appendChild(th);
+    });
+    const body = t.createTBody();
+    table.rows.forEach((r) => {
+      const tr = body.insertRow();
+      if ((table.worse || []).includes(r.label)) tr.className = "bad";
+      [r.label, String(r.size), pct(r.live), pct(r.new), r.delta == null ? "–" : r.delta.toFixed(1)].forEach((v) => {
+        tr.insertCell().textContent = v;
+      });
+    });
+    section.append(h2, t);
+    $("#job-actions").before(section);
+  }
+
   function render(job) {
     $("#job-status").textContent = job.status;
     $("#job-error").textContent = job.error || "";
     $("#job-to-round").textContent = job.to_round != null ? job.to_round : "…";
     setBar($("#job-progress"), job.progress);
     job.steps.forEach(renderStep);
-    $("#job-actions").hidden = !(job.status === "failed" || job.stale);
+    const actions = job.actions || {};
+    $("#job-actions").hidden = !(actions.retry || actions.abandon);
+    $("#job-retry-form").hidden = !actions.retry;
+    $("#job-stuck").hidden = !job.stale;
+    $("#job-awaiting").hidden = job.status !== "awaiting";
+    if (job.comparison) {
+      renderComparison(job.comparison);
+      $("#job-worse").textContent = (job.comparison.worse || []).join(", ");
+      $("#job-tolerance").textContent = String(job.comparison.tolerance);
+    }
     const done = $("#job-done");
     done.hidden = job.status !== "done";
     $(".to-round", done).textContent = job.to_round;
@@ -43,6 +83,7 @@
       .then((job) => {
         render(job);
         if (job.status === "pending" || job.status === "running") setTimeout(poll, 1000);
+        else if (job.status === "awaiting") setTimeout(poll, 5000);  // an owner may decide in another tab
       })
       .catch(() => setTimeout(poll, 5000));
   }
