@@ -102,11 +102,22 @@ def score_example(example_id: int) -> Outcome:
     try:
         verdict = predict(example.round, [model_input_for(example)])[0]
     except BackendError as exc:
-        return _record_error(example, token, exc)
+        return _record_error(example, token, transient(exc))
     except Exception as exc:  # a bug or an unexpected outage: keep the example, retry later
         log.exception("unexpected error scoring example %s", example.pk)
         return _record_error(example, token, BackendError(f"{type(exc).__name__}: {exc}", retryable=True))
     return _store_verdict(example, token, verdict)
+
+
+# A model server's 409 ("already registered", or being registered by someone else right now) says the model is
+# there or about to be: try again, never give up on it.
+TRANSIENT_STATUS = {409}
+
+
+def transient(exc: BackendError) -> BackendError:
+    if not exc.retryable and getattr(exc, "status", None) in TRANSIENT_STATUS:
+        return BackendError(str(exc), retryable=True)
+    return exc
 
 
 def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:

@@ -148,8 +148,11 @@ def check_models() -> dict[str, Any]:
     if not client.ping():
         return {"status": DOWN, "backend": backend, "error": f"TorchServe does not answer at {settings.TORCHSERVE_URL}",
                 "ensembles": ensembles}
-    registered: set[str] = set()
-    listing = client.request("GET", f"{client.management_url}/models?limit=1000", timeout=2.0)
+    try:
+        listing = client.request("GET", f"{client.management_url}/models?limit=1000", timeout=2.0)
+    except Exception as exc:  # answers predictions, but its management API does not answer us (token, network)
+        return {"status": DEGRADED, "backend": backend, "ensembles": ensembles,
+                "error": f"the management API did not list the models: {exc}"[:300]}
     registered = {m.get("modelName") for m in listing.get("models", [])}
     missing = 0
     for ensemble in ensembles:
