@@ -171,10 +171,8 @@ def is_due(example: Example, now=None, slack: float = 0.0) -> bool:
     if example.scoring_delayed:
         return True
     now = now or timezone.now()
-    if example.scoring_attempts:
-        wait = backoff_seconds(example.scoring_attempts) + slack
-    else:
-        wait = first_attempt_grace()
+    attempts = example.scoring_attempts
+    wait = backoff_seconds(attempts) + slack if attempts else first_attempt_grace()
     return example.updated_at + timedelta(seconds=wait) <= now
 
 

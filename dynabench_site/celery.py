@@ -11,6 +11,7 @@ are `CELERY_BEAT_SCHEDULE` in settings, run by `celery -A dynabench_site beat`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -76,10 +77,8 @@ class Heartbeat(bootsteps.StartStopStep):
             self.tref.cancel()
             self.tref = None
         if self.client is not None:
-            try:
+            with contextlib.suppress(Exception):  # a broker that is down forgets it after three beats anyway
                 self.client.delete(HEARTBEAT_PREFIX + self.hostname)
-            except Exception:
-                pass
 
 
 app.steps["worker"].add(Heartbeat)

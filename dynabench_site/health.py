@@ -170,10 +170,9 @@ def check_models() -> dict[str, Any]:
 
 
 def check_stuck() -> dict[str, Any]:
+    from annotation.scoring_health import counts
     from rounds.models import PipelineRun, ResearcherModel
     from rounds.pipeline import is_stale
-
-    from annotation.scoring_health import counts
 
     scoring = counts()
     unfinished = PipelineRun.objects.filter(status__in=[PipelineRun.Status.PENDING, PipelineRun.Status.RUNNING])

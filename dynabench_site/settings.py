@@ -5,6 +5,7 @@ With no variables set, the platform runs embedded: SQLite, jobs inline, models i
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -206,10 +207,8 @@ STORAGES = {
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
-try:  # WhiteNoise warns on every start when the folder is missing (nothing collected yet)
+with contextlib.suppress(OSError):  # WhiteNoise warns on every start when the folder is missing (nothing collected)
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
-except OSError:
-    pass
 WHITENOISE_MAX_AGE = 3600
 
 REST_FRAMEWORK = {

@@ -76,3 +76,33 @@ def test_the_image_collects_static_files_and_does_not_run_as_root():
     assert "collectstatic --noinput" in dockerfile and "|| true" not in dockerfile
     assert re.search(r"^USER app$", dockerfile, re.M)
     assert "migrate" not in dockerfile.split("CMD", 1)[1]
+
+
+def interpolate(text: str, env: dict[str, str]) -> str:
+    """Compose's variable interpolation: ${NAME}, ${NAME:-default}, ${NAME:?error}, and $$ for a literal $."""
+
+    def value(match: re.Match) -> str:
+        name, op, default = match.group(1), match.group(2), match.group(3)
+        if name in env:
+            return env[name]
+        if op == ":?":
+            raise KeyError(f"{name}: {default}")
+        return default or ""
+
+    return re.sub(r"\$\{(\w+)(?:(:-|:\?)([^}]*))?\}", value, text).replace("$$", "$")
+
+
+def test_the_file_is_valid_against_the_compose_specification():
+    """What `docker compose config` checks, without an engine: the official compose-spec JSON schema
+    (tests/prod/data/compose-spec.json, from github.com/compose-spec/compose-spec, Apache-2.0)."""
+    import json
+
+    import jsonschema
+
+    schema = json.loads((ROOT / "tests" / "prod" / "data" / "compose-spec.json").read_text())
+    text = (ROOT / "docker-compose.yml").read_text()
+    with pytest.raises(KeyError, match="SECRET_KEY"):  # refused without the secrets
+        interpolate(text, {})
+    data = yaml.safe_load(interpolate(text, {"SECRET_KEY": "s", "POSTGRES_PASSWORD": "p"}))
+    errors = [f"{list(e.path)}: {e.message}" for e in jsonschema.Draft7Validator(schema).iter_errors(data)]
+    assert errors == []
