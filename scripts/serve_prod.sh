@@ -167,7 +167,8 @@ EOF
     flock -w "${TORCHSERVE_LOCK_WAIT:-900}" /tmp/torchserve.lock \
     "$BIN/torchserve" --start --foreground --ncs --disable-token-auth \
     --model-store "$MODEL_STORE/torchserve" --ts-config "$ts/config.properties"
-  wait_until "${TORCHSERVE_START_WAIT:-300}" "TorchServe at $TORCHSERVE_URL" ts_up
+  # The wait covers the lock: another TorchServe on this machine may hold it for a while.
+  wait_until "${TORCHSERVE_START_WAIT:-$(( ${TORCHSERVE_LOCK_WAIT:-900} + 120 ))}" "TorchServe at $TORCHSERVE_URL" ts_up
 }
 
 register_models() {
@@ -191,7 +192,8 @@ for r in Round.objects.filter(status=Round.Status.OPEN).select_related('task'):
 }
 
 start_web() {
-  launch web "$BIN/gunicorn" dynabench_site.wsgi -b "127.0.0.1:$WEB_PORT" -w "$WEB_WORKERS" --timeout 60 \
+  # Threads: a submission waits up to VERDICT_WAIT_MS for its verdict; during an outage others must not queue.
+  launch web "$BIN/gunicorn" dynabench_site.wsgi -b "127.0.0.1:$WEB_PORT" -w "$WEB_WORKERS" --threads "${WEB_THREADS:-4}" --timeout 60 \
     --graceful-timeout 20 --access-logfile - --capture-output
   wait_until 60 "gunicorn on $WEB_PORT" web_up
 }
