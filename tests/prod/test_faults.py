@@ -1,7 +1,9 @@
 """Faults against the local production path (tests/prod/conftest.py: gunicorn, Celery worker + beat, TorchServe,
 our own Redis, PostgreSQL): a submission is always saved and answered, and scoring recovers by itself.
 
-Run: `DATABASE_URL=… C_FORCE_ROOT=1 .venv/bin/python -m pytest tests/prod -m integration -q` (CI: .ci/run).
+Run, in a pytest session of its own (it runs its own TorchServe): `PROD_FAULTS=1
+PROD_DATABASE_URL=postgres://postgres@127.0.0.1:5432/prodfaults .venv/bin/python -m pytest tests/prod -m integration -q`
+(.ci/run does). Without PROD_FAULTS=1 (e.g. inside `make test`) they are skipped with that reason.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
 
 def assert_saved_and_answered(stack, label: str, n: int, expect_delayed: bool = False) -> list[int]:
