@@ -204,7 +204,7 @@ def stack(tmp_path_factory):
         stack.manage("shell", "-c", "from modelzoo.testing import deploy_tiny_ensemble; from tasks.models import Task; "
                      "deploy_tiny_ensemble(Task.objects.get(slug='sentiment').current_round, members=2)",
                      extra={"MODEL_BACKEND": "inprocess"})
-        stack.script("start", "torchserve")
+        stack.script("start", "torchserve", timeout=1500)  # may wait for the machine's TorchServe lock
         stack.script("start", "register")
         stack.script("start", "web")
         stack.script("start", "worker")

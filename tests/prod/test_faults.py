@@ -58,7 +58,7 @@ def test_torchserve_killed_while_examples_are_submitted(stack):
     assert all(stack.example(pk)["scoring_state"] == "pending" for pk in ids)
     status, health = stack.call("GET", "/healthz", token="")
     assert status == 503 and health["checks"]["models"]["status"] == "down", health
-    stack.script("start", "torchserve")
+    stack.script("start", "torchserve", timeout=1500)  # may wait for the machine's TorchServe lock
     stack.script("start", "register")  # eager registration, as after any TorchServe start
     back = time.monotonic()
     waited, examples = stack.wait_scored(ids, 45)
