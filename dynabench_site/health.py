@@ -18,6 +18,7 @@ Each check is bounded (about two seconds at most), so the page answers while a d
 from __future__ import annotations
 
 import logging
+import re
 import time
 from datetime import timedelta
 from typing import Any
@@ -33,13 +34,18 @@ log = logging.getLogger(__name__)
 OK, DEGRADED, DOWN, EMBEDDED = "ok", "degraded", "down", "embedded"
 
 
+def redact(text: str) -> str:
+    """No credentials in an answer anyone may read: user:password@ in URLs is masked."""
+    return re.sub(r"://[^/@\s]+@", "://***@", text)
+
+
 def _timed(check) -> dict[str, Any]:
     started = time.monotonic()
     try:
         result = check()
     except Exception as exc:  # a check that fails is reported, never raised
         log.warning("health check %s failed: %s", check.__name__, exc)
-        result = {"status": DOWN, "error": f"{type(exc).__name__}: {exc}"[:300]}
+        result = {"status": DOWN, "error": redact(f"{type(exc).__name__}: {exc}")[:300]}
     result["ms"] = round((time.monotonic() - started) * 1000, 1)
     return result
 
