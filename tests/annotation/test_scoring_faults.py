@@ -157,3 +157,27 @@ def test_backoff_is_capped_so_a_server_that_is_back_is_used_soon(settings):
     settings.SCORING_RETRY_BASE_SECONDS = 2
     settings.SCORING_RETRY_MAX_SECONDS = 20
     assert [scoring.backoff_seconds(n) for n in (1, 2, 3, 4, 5, 12, 500)] == [2, 4, 8, 16, 20, 20, 20]
+
+
+def test_the_sweep_leaves_a_tried_example_to_its_own_retry_until_it_is_overdue(writer, sentiment, settings):
+    """With workers, a tried example's retry is already queued (a Celery countdown): the sweep only steps in
+    when its worker vanished, SCORING_STALE_SECONDS after the retry was due; a delayed one it takes at once."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    task, round, context = sentiment
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    settings.SCORING_RETRY_BASE_SECONDS, settings.SCORING_STALE_SECONDS = 2, 30
+    example = Example.objects.create(round=round, context=context, author=writer, input={"text": "x"},
+                                     target="positive", scoring_attempts=1)
+    now = timezone.now()
+    Example.objects.filter(pk=example.pk).update(updated_at=now - timedelta(seconds=10))
+    example.refresh_from_db()
+    slack = scoring.sweep_slack()
+    assert slack == 30
+    assert scoring.is_due(example)  # a poll: its 2 s backoff has passed
+    assert not scoring.is_due(example, slack=slack)  # the sweep: not yet, its own retry is on its way
+    assert scoring.is_due(example, now=now + timedelta(seconds=25), slack=slack)  # overdue: its worker vanished
+    example.scoring_delayed = True
+    assert scoring.is_due(example, slack=slack)  # never queued: at once

@@ -107,3 +107,24 @@ def test_the_owner_sees_the_service_checks_on_the_console_health_page(settings):
     settings.TORCHSERVE_URL = f"http://127.0.0.1:{closed_port()}"
     html = page.get("/tasks/sentiment/console/health/").content.decode()
     assert 'data-status="down"' in html and "TorchServe does not answer" in html
+
+
+@pytest.mark.django_db
+def test_a_silent_pipeline_run_is_listed_with_a_link_to_its_job_page():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from rounds.models import PipelineRun
+
+    task = TaskFactory(slug="sentiment", kind="sentiment")
+    run = PipelineRun.objects.create(task=task, status=PipelineRun.Status.RUNNING,
+                                     heartbeat_at=timezone.now() - timedelta(hours=2))
+    stuck = Client().get("/healthz").json()["checks"]["stuck"]
+    assert stuck["status"] == "degraded" and stuck["pipelines"] == [{"id": run.pk, "task": "sentiment", "status": "running"}]
+    owner = UserFactory(username="owner")
+    task.owners.add(owner)
+    page = Client()
+    page.force_login(owner)
+    html = page.get("/tasks/sentiment/console/health/").content.decode()
+    assert f'href="/console/jobs/{run.pk}/">job #{run.pk}</a>, sentiment: retry or abandon it there' in html
