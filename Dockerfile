@@ -1,10 +1,21 @@
-# One image for the web process and the Celery workers.
+# One image for every process of the deployment (docker-compose.yml): gunicorn (web), the one-shot migrate and
+# model registration, Celery worker and beat, and TorchServe (which needs a Java runtime).
 FROM python:3.11-slim
-ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1
+ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+    VAR_DIR=/app/var STATIC_ROOT=/app/static
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY requirements.txt .
 RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
 COPY . .
-RUN python manage.py collectstatic --noinput || true
+# Static files are collected into the image and served by WhiteNoise (a throwaway key: nothing is signed here).
+RUN SECRET_KEY=collectstatic-only DEBUG=false WHITENOISE_USE_FINDERS=false python manage.py collectstatic --noinput \
+    && useradd --create-home --uid 1000 app \
+    && mkdir -p /app/var /models /run/torchserve-keys \
+    && chown -R app:app /app/var /models /run/torchserve-keys
+USER app
 EXPOSE 8000
-CMD ["sh", "-c", "python manage.py migrate --noinput && gunicorn dynabench_site.wsgi -b 0.0.0.0:8000 -w 3"]
+# Migrations run once, in the compose service `migrate`, before web starts; this is the web process.
+CMD ["sh", "-c", "exec gunicorn dynabench_site.wsgi -b 0.0.0.0:8000 -w ${WEB_CONCURRENCY:-3} --threads ${WEB_THREADS:-4} --timeout 60 --graceful-timeout 30 --limit-request-line 8190 --access-logfile - --forwarded-allow-ips '*'"]

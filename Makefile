@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test venv migrate demo bench lint fmt worker clean
+.PHONY: run test venv migrate demo bench lint fmt worker clean serve-prod stop-prod
 
 $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,16 @@ bench: $(STAMP)
 
 worker: $(STAMP)
 	$(VENV)/bin/celery -A dynabench_site worker --loglevel=info --concurrency=2
+
+# The production path without Docker (docs/DEPLOY.md): Redis on its own port, migrations, TorchServe, models
+# registered, gunicorn, a Celery worker and beat, on this machine's PostgreSQL; `make stop-prod` stops them.
+serve-prod: $(STAMP)
+	@bash scripts/system-deps.sh
+	@bash scripts/services.sh
+	PORT=$(PORT) bash scripts/serve_prod.sh start
+
+stop-prod:
+	bash scripts/serve_prod.sh stop
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

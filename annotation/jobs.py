@@ -1,12 +1,23 @@
-"""Celery jobs of the create flow (thin wrappers over annotation.scoring), and how they are queued."""
+"""Celery jobs of the create flow (thin wrappers over annotation.scoring), and how they are queued.
+
+A scoring job that cannot be queued (the broker is down) leaves its example pending with `scoring_delayed`
+set; `score_pending` (Celery beat every SCORING_SWEEP_SECONDS, and each worker once at start-up:
+dynabench_site.celery) queues it again once the broker answers, so scoring resumes with no command.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
+
 from celery import shared_task
+from django.utils import timezone
 
 from annotation import scoring
 from annotation.models import Example
 from dynabench_site.jobs import dispatch
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, name="annotation.score_example", acks_late=True, max_retries=None, ignore_result=True)
@@ -19,32 +30,61 @@ def score_example(self, example_id: int) -> str:
     try:
         return scoring.score_example(example_id).value
     except scoring.ScoringDeferred as deferred:
-        if self.request.is_eager or deferred.attempts >= scoring.max_retries():
-            return "deferred"
+        if self.request.is_eager:
+            return "deferred"  # inline: the writer's next poll or the sweep tries again once it is due
         raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
 
 
 @shared_task(name="annotation.score_pending", ignore_result=True)
 def score_pending(limit: int = 500) -> int:
-    """Re-enqueue pending examples whose retry is due (e.g. from a periodic schedule)."""
-    return sweep_pending(limit)
+    """Re-enqueue pending examples whose job was lost or could not be queued (Celery beat, worker start-up)."""
+    return sweep_pending(limit, slack=scoring.sweep_slack())
+
+
+DELAYED = ("scoring delayed: the job queue is unreachable ({error}); the example is saved and will be scored "
+           "automatically when the queue is back")
 
 
 def enqueue_scoring(example_id: int) -> None:
     """Score the example once the current transaction commits: inline in the embedded default, on a worker
-    with a broker. A broker that is down leaves it pending; `score_pending` or the writer's next poll
-    picks it up."""
-    dispatch(score_example, example_id)
+    with a broker. A broker that is down leaves it pending with `scoring_delayed`; the sweep queues it when
+    the broker is back (or the writer's next poll does)."""
+    dispatch(score_example, example_id, on_failure=lambda exc: mark_delayed(example_id, exc))
 
 
-def revive_if_due(example: Example) -> bool:
+def mark_delayed(example_id: int, exc: Exception) -> None:
+    message = DELAYED.format(error=f"{type(exc).__name__}: {exc}"[:300])
+    Example.objects.filter(pk=example_id, scoring_state=Example.Scoring.PENDING).update(
+        scoring_delayed=True, scoring_error=message, updated_at=timezone.now()
+    )
+
+
+def revive_if_due(example: Example, slack: float = 0.0) -> bool:
     """Re-enqueue a pending example whose retry is due; only one of many concurrent polls does."""
-    if not scoring.claim_revival(example):
+    if not scoring.claim_revival(example, slack=slack):
         return False
     enqueue_scoring(example.pk)
     return True
 
 
-def sweep_pending(limit: int = 500, include_failed: bool = False) -> int:
+def sweep_pending(limit: int = 500, include_failed: bool = False, slack: float = 0.0) -> int:
     """Re-enqueue due pending examples (and, on request, failed ones); returns how many."""
-    return sum(revive_if_due(example) for example in scoring.pending_examples(limit, include_failed))
+    count = sum(revive_if_due(example, slack) for example in scoring.pending_examples(limit, include_failed))
+    if count:
+        log.info("pending sweep: %s example(s) queued for scoring again", count)
+    return count
+
+
+def retry_failed(examples: Iterable[Example]) -> int:
+    """An owner asks again for examples whose scoring failed: pending again with a fresh set of tries, and
+    queued now. Returns how many were failed (pending or scored examples are left alone)."""
+    count = 0
+    for pk in [e.pk for e in examples]:
+        again = Example.objects.filter(pk=pk, scoring_state=Example.Scoring.FAILED).update(
+            scoring_state=Example.Scoring.PENDING, scoring_attempts=0, scoring_delayed=False, scoring_error="",
+            updated_at=timezone.now(),
+        )
+        if again:
+            count += 1
+            enqueue_scoring(pk)
+    return count

@@ -43,6 +43,9 @@ class Example(models.Model):
     scoring_attempts = models.PositiveIntegerField(default=0)
     scoring_error = models.TextField(blank=True, default="")
     scored_at = models.DateTimeField(null=True, blank=True)
+    # The scoring job could not be queued (the job queue was unreachable when the example was saved): the
+    # example is pending, "scoring delayed", and the pending sweep queues it as soon as the queue is back.
+    scoring_delayed = models.BooleanField(default=False, db_default=False)
 
     # Writer actions
     retracted = models.BooleanField(default=False)

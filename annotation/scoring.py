@@ -3,6 +3,13 @@
 Workers claim an example with a conditional update on `scoring_attempts`, and store the verdict only
 if their claim is still the latest one, so two workers never store a verdict for the same example twice.
 "Fooled" is always decided here, by the task kind (`is_fooled`), from the stored ensemble prediction.
+
+Failure path: a retryable serving error (server down or starting, a model still loading, an overload) keeps the
+example pending and is tried again with exponential backoff (capped at SCORING_RETRY_MAX_SECONDS); after
+SCORING_MAX_RETRIES tries the example is `failed` with the last error, and stays so until an owner asks for it
+again from the console's health page (`annotation.jobs.retry_failed`). A non-retryable error (a broken model)
+fails at once. An example whose job could not be queued (broker down) is pending with `scoring_delayed` set,
+and the pending sweep (Celery beat, and every worker at start-up) queues it as soon as the broker is back.
 Queueing a scoring job is `annotation.jobs`; the sandbox (score without storing) is `annotation.services`.
 """
 
@@ -45,12 +52,20 @@ def retry_base_seconds() -> float:
 
 
 def max_retries() -> int:
-    return int(getattr(settings, "SCORING_MAX_RETRIES", 10))
+    return int(getattr(settings, "SCORING_MAX_RETRIES", 15))
+
+
+def retry_max_seconds() -> float:
+    return float(getattr(settings, "SCORING_RETRY_MAX_SECONDS", 20.0))
+
+
+def stale_seconds() -> float:
+    return float(getattr(settings, "SCORING_STALE_SECONDS", 30.0))
 
 
 def backoff_seconds(attempts: int) -> float:
-    """Exponential backoff after `attempts` failed attempts, capped at five minutes."""
-    return min(retry_base_seconds() * 2 ** max(attempts - 1, 0), 300.0)
+    """Exponential backoff after `attempts` failed attempts, capped at SCORING_RETRY_MAX_SECONDS."""
+    return min(retry_base_seconds() * 2 ** min(max(attempts - 1, 0), 30), retry_max_seconds())
 
 
 def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = True) -> list[RoundVerdict]:
@@ -72,7 +87,7 @@ def claim(example: Example) -> int | None:
     token = example.scoring_attempts + 1
     won = Example.objects.filter(
         pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=example.scoring_attempts
-    ).update(scoring_attempts=token, updated_at=timezone.now())
+    ).update(scoring_attempts=token, scoring_delayed=False, updated_at=timezone.now())
     return token if won else None
 
 
@@ -87,11 +102,22 @@ def score_example(example_id: int) -> Outcome:
     try:
         verdict = predict(example.round, [model_input_for(example)])[0]
     except BackendError as exc:
-        return _record_error(example, token, exc)
+        return _record_error(example, token, transient(exc))
     except Exception as exc:  # a bug or an unexpected outage: keep the example, retry later
         log.exception("unexpected error scoring example %s", example.pk)
         return _record_error(example, token, BackendError(f"{type(exc).__name__}: {exc}", retryable=True))
     return _store_verdict(example, token, verdict)
+
+
+# A model server's 409 ("already registered", or being registered by someone else right now) says the model is
+# there or about to be: try again, never give up on it.
+TRANSIENT_STATUS = {409}
+
+
+def transient(exc: BackendError) -> BackendError:
+    if not exc.retryable and getattr(exc, "status", None) in TRANSIENT_STATUS:
+        return BackendError(str(exc), retryable=True)
+    return exc
 
 
 def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:
@@ -103,16 +129,25 @@ def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outco
         model_predictions=verdict["models"], explanation=verdict.get("explanation"),
         model_versions=verdict["model_versions"], scoring_error="", scored_at=timezone.now(), updated_at=timezone.now(),
     )
+    if stored:  # one line per stored verdict: the fault tests count them (never two for one example)
+        log.info("verdict stored for example %s (attempt %s, fooled=%s)", example.pk, token, fooled)
     return Outcome.SCORED if stored else Outcome.SKIPPED
 
 
 def _record_error(example: Example, token: int, exc: BackendError) -> Outcome:
-    state = Example.Scoring.PENDING if exc.retryable else Example.Scoring.FAILED
+    retry = exc.retryable and token < max(max_retries(), 1)
+    if retry:
+        state, message = Example.Scoring.PENDING, str(exc)
+    elif exc.retryable:
+        state, message = Example.Scoring.FAILED, f"gave up after {token} tries: {exc}"
+    else:
+        state, message = Example.Scoring.FAILED, str(exc)
     Example.objects.filter(pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token).update(
-        scoring_state=state, scoring_error=str(exc)[:2000], updated_at=timezone.now()
+        scoring_state=state, scoring_error=message[:2000], updated_at=timezone.now()
     )
-    log.warning("scoring example %s, attempt %s: %s (retryable=%s)", example.pk, token, exc, exc.retryable)
-    if exc.retryable:
+    log.warning("scoring example %s, attempt %s: %s (retryable=%s, %s)", example.pk, token, exc, exc.retryable,
+                "will retry" if retry else "failed")
+    if retry:
         raise ScoringDeferred(example.pk, token, str(exc)) from exc
     return Outcome.FAILED
 
@@ -127,22 +162,34 @@ def first_attempt_grace() -> float:
     return float(getattr(settings, "SCORING_STALE_SECONDS", 30.0))
 
 
-def is_due(example: Example, now=None) -> bool:
-    """A pending example whose last attempt (or whose saving) lies longer ago than its backoff."""
+def is_due(example: Example, now=None, slack: float = 0.0) -> bool:
+    """A pending example whose last attempt (or whose saving) lies longer ago than its backoff (+ `slack`
+    seconds once it was tried: its own retry may still be on its way). One whose job could not be queued
+    (`scoring_delayed`) is due at once."""
     if example.scoring_state != Example.Scoring.PENDING:
         return False
+    if example.scoring_delayed:
+        return True
     now = now or timezone.now()
-    wait = backoff_seconds(example.scoring_attempts) if example.scoring_attempts else first_attempt_grace()
+    attempts = example.scoring_attempts
+    wait = backoff_seconds(attempts) + slack if attempts else first_attempt_grace()
     return example.updated_at + timedelta(seconds=wait) <= now
 
 
-def claim_revival(example: Example) -> bool:
+def sweep_slack() -> float:
+    """What the periodic sweep adds to a tried example's backoff before queueing it again: with workers, its
+    retry is normally queued already (a Celery countdown), and only one whose worker vanished (kill -9) needs
+    the sweep; inline, nothing else retries it."""
+    return 0.0 if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False) else stale_seconds()
+
+
+def claim_revival(example: Example, slack: float = 0.0) -> bool:
     """Take the right to re-enqueue a pending example whose retry is due (a poll from the page, or the sweep).
 
     The conditional touch of `updated_at` lets only one of many concurrent polls win, and restarts the
     backoff clock, so polling never floods the queue. The winner enqueues (`annotation.jobs.revive_if_due`).
     """
-    if not is_due(example):
+    if not is_due(example, slack=slack):
         return False
     return bool(Example.objects.filter(
         pk=example.pk, scoring_state=Example.Scoring.PENDING, updated_at=example.updated_at
@@ -153,7 +200,8 @@ def pending_examples(limit: int = 500, include_failed: bool = False) -> list[Exa
     """Pending examples, longest waiting first (and, on request, failed ones turned pending again)."""
     if include_failed:
         Example.objects.filter(scoring_state=Example.Scoring.FAILED).update(
-            scoring_state=Example.Scoring.PENDING, updated_at=timezone.now() - timedelta(days=1)
+            scoring_state=Example.Scoring.PENDING, scoring_attempts=0, scoring_delayed=False,
+            updated_at=timezone.now() - timedelta(days=1)
         )
     return list(Example.objects.filter(scoring_state=Example.Scoring.PENDING).order_by("updated_at")[:limit])
 
@@ -165,7 +213,8 @@ def await_verdict(example: Example, timeout: float) -> Example:
         return example
     deadline = time.monotonic() + timeout
     pause = 0.02
-    while example.scoring_state == Example.Scoring.PENDING and time.monotonic() < deadline:
+    while (example.scoring_state == Example.Scoring.PENDING and not example.scoring_delayed
+           and time.monotonic() < deadline):
         time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
         pause = min(pause * 1.5, 0.25)
         example.refresh_from_db()

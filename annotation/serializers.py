@@ -14,7 +14,7 @@ from tasks.models import Context
 
 VERDICT_FIELDS = (
     "scoring_state", "fooled", "ensemble_prediction", "model_predictions", "explanation", "model_versions",
-    "scoring_attempts", "scoring_error", "scored_at",
+    "scoring_attempts", "scoring_error", "scored_at", "scoring_delayed",
 )
 
 

@@ -13,9 +13,11 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from annotation import feedback, services
+from annotation import feedback, jobs, scoring_health, services
 from annotation.models import Example
+from dynabench_site import errors
 from dynabench_site.pages import back_url, returns_to
+from dynabench_site.params import whole_number
 from tasks import roles
 from tasks.access import task_for, visible_task
 from tasks.models import Task
@@ -92,3 +94,26 @@ def appeal(request, pk: int):
     services.appeal(example, request.POST.get("reason", ""))
     messages.success(request, f"Example {pk} was sent to an expert. You will see the decision here.")
     return redirect(back_url(request, reverse("annotation-my-examples")))
+
+
+@login_required
+@require_POST
+@returns_to("rounds-console-health", "slug", say="Scoring not retried: {error}")
+def scoring_retry(request, slug: str):
+    """The console's health page: an owner asks again for the task's examples whose scoring failed or is
+    stuck (one, with `example=<id>`, or all of them). Failed ones get a fresh set of tries; stuck pending
+    ones are queued again (a verdict is still stored once: scoring claims each attempt)."""
+    task = task_for(request, slug, roles.OWNER)
+    chosen = scoring_health.attention(task)
+    if request.POST.get("example"):
+        pk = whole_number(request.POST.get("example"), "example")
+        chosen = [e for e in chosen if e.pk == pk]
+        if not chosen:
+            raise errors.InvalidInput(f"example {pk} of this task is neither failed nor stuck", field="example")
+    failed = jobs.retry_failed(e for e in chosen if e.scoring_state == Example.Scoring.FAILED)
+    stuck = [e for e in chosen if e.scoring_state == Example.Scoring.PENDING]
+    for example in stuck:
+        jobs.enqueue_scoring(example.pk)
+    messages.success(request, f"Scoring asked again for {failed + len(stuck)} example(s) "
+                              f"({failed} failed, {len(stuck)} stuck).")
+    return redirect("rounds-console-health", slug=task.slug)

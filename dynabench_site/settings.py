@@ -5,6 +5,7 @@ With no variables set, the platform runs embedded: SQLite, jobs inline, models i
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -67,9 +68,41 @@ CELERY_BROKER_URL = env_url("CELERY_BROKER_URL", None, ["redis", "rediss", "amqp
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", CELERY_BROKER_URL or "cache+memory://")
 CELERY_TASK_ALWAYS_EAGER = CELERY_BROKER_URL is None
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_TASK_ACKS_LATE = True
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "dynabench")
+# Reliability (docs/DEPLOY.md): a job is acknowledged only once it finished, and a job whose worker process died
+# (kill -9, out of memory) goes back to the queue at once instead of being lost.
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A message taken by a worker that vanished (the whole worker killed) is handed out again after this many
+# seconds. It must exceed the longest job (a pipeline step that trains: ROUNDS_PIPELINE_STALE_S), or a job still
+# running would be started a second time; scoring does not wait for it (the pending sweep re-queues a scoring
+# job whose worker vanished after SCORING_STALE_SECONDS).
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 2400, minimum=10)
+# A broker that is down must fail fast on the request path (the submission is saved and answered 202 "scoring
+# delayed"), while workers and beat keep reconnecting for ever.
+CELERY_BROKER_CONNECTION_TIMEOUT = 2.0
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": CELERY_VISIBILITY_TIMEOUT,
+    "socket_connect_timeout": 2,
+    "socket_timeout": 10,
+    "max_retries": 1,
+    "interval_start": 0,
+    "interval_step": 0.2,
+    "interval_max": 0.5,
+}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = 2
+CELERY_REDIS_SOCKET_TIMEOUT = 10
+CELERY_TASK_PUBLISH_RETRY = True
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.2}
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
+# Workers announce themselves every few seconds (dynabench_site.celery: a heartbeat in the broker's Redis),
+# which /healthz reads as "workers seen recently".
+WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
 
 # Models
 MODEL_BACKEND = env_choice("MODEL_BACKEND", "inprocess", ["inprocess", "torchserve"])
@@ -111,6 +144,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Static files (CSS, page scripts, API docs assets) served by the app itself under gunicorn (DEBUG=false).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     # An oversized body is refused before anything reads it (413); uploads are also counted as they arrive.
     "dynabench_site.bodylimit.BodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -139,7 +174,9 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "tasks.context_processors.roles",
                 "crowd.context_processors.assignment",
-            ]
+            ],
+            # The kernel package is no app: its template library is named here ({% load health %}).
+            "libraries": {"health": "dynabench_site.health_tags"},
         },
     }
 ]
@@ -162,7 +199,17 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "frontend" / "static"]
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = env_path("STATIC_ROOT", VAR_DIR / "static", base=BASE_DIR)
+# WhiteNoise serves /static/ whatever DEBUG says: from STATIC_ROOT after `collectstatic` (the image runs it), and
+# straight from the source folders when nothing was collected (`make serve-prod`, the embedded default).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = env_bool("WHITENOISE_USE_FINDERS", True)
+with contextlib.suppress(OSError):  # WhiteNoise warns on every start when the folder is missing (nothing collected)
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
+WHITENOISE_MAX_AGE = 3600
 
 REST_FRAMEWORK = {
     # Tokens first, so an unauthenticated API call answers 401 with WWW-Authenticate (not 403). Every token
@@ -226,10 +273,14 @@ CACHES = {
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
 
-# Scoring retries (annotation): exponential backoff from the base, capped number of tries.
+# Scoring retries (annotation): exponential backoff from the base up to SCORING_RETRY_MAX_SECONDS; after
+# SCORING_MAX_RETRIES tries (about 4 minutes with the defaults) the example is `failed`, shown on the console's
+# health page, where an owner can ask for it again.
 SCORING_RETRY_BASE_SECONDS = float(env_int("SCORING_RETRY_BASE_SECONDS", 2, minimum=1))
-SCORING_MAX_RETRIES = env_int("SCORING_MAX_RETRIES", 10, minimum=0)
+SCORING_MAX_RETRIES = env_int("SCORING_MAX_RETRIES", 15, minimum=0)
 SCORING_STALE_SECONDS = float(env_int("SCORING_STALE_SECONDS", 30, minimum=1))
+# The longest wait between two tries: a model server that comes back is used within this many seconds.
+SCORING_RETRY_MAX_SECONDS = float(env_int("SCORING_RETRY_MAX_SECONDS", 20, minimum=1))
 
 # TorchServe registration defaults per model (dynamic batching).
 TORCHSERVE_BATCH_SIZE = env_int("TORCHSERVE_BATCH_SIZE", 8, minimum=1)
@@ -258,7 +309,10 @@ EXPORTS_DIR = env_path("EXPORTS_DIR", VAR_DIR / "exports", base=BASE_DIR)
 
 # Periodic housekeeping when Celery beat runs (`celery -A dynabench_site beat`).
 CELERY_BEAT_SCHEDULE = {
-    "score-pending": {"task": "annotation.score_pending", "schedule": 60.0},
+    # Pending examples whose job was lost (broker down when saved, worker killed) are queued again: scoring
+    # resumes by itself within SCORING_SWEEP_SECONDS of the broker coming back.
+    "score-pending": {"task": "annotation.score_pending", "schedule": float(env_int("SCORING_SWEEP_SECONDS", 15, minimum=1)),
+                      "options": {"expires": 30}},
     "purge-expired-leases": {"task": "validation.purge_expired_leases", "schedule": 300.0},
     "sync-validation-queue": {"task": "validation.sync_queue", "schedule": 600.0},
     "refresh-reliability-labels": {"task": "validation.refresh_reliability", "schedule": 1800.0},

@@ -3,7 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from accounts import views as accounts_views
-from dynabench_site import pages
+from dynabench_site import health, pages
 
 api_patterns = [
     path("", include("accounts.api_urls")),
@@ -20,6 +20,9 @@ api_patterns = [
 
 urlpatterns = [
     path("favicon.ico", pages.favicon, name="favicon"),
+    # Health (dynabench_site.health): every check as JSON (503 when nothing can work), and "the process answers".
+    path("healthz", health.healthz, name="healthz"),
+    path("healthz/live", health.live, name="healthz-live"),
     # The admin's login page with the site's sign-in limit (LOGIN_RATE), before the admin's own routes.
     path("admin/login/", accounts_views.admin_login, name="admin-login"),
     path("admin/", admin.site.urls),

@@ -281,12 +281,15 @@
     const pending = !sandbox && example.scoring_state === "pending";
     stateText.className = "verdict-state";
     if (pending) {
-      stateText.textContent = "Saved — scoring…";
+      // Broker down when it was saved: the example is kept and queued again by itself once the queue is back.
+      stateText.textContent = example.scoring_delayed
+        ? "Saved — scoring delayed: the job queue is unreachable; it is scored automatically when it is back."
+        : "Saved — scoring…";
       stateText.classList.add("pending");
       $("verdict-body").hidden = true;
       schedulePoll(example.id, 500);
     } else if (!sandbox && example.scoring_state === "failed") {
-      stateText.textContent = "Saved — scoring failed; the example is kept and will be scored again.";
+      stateText.textContent = "Saved — scoring failed after every try; the example is kept, and the task's owners see it and can ask for its verdict again.";
       $("verdict-body").hidden = true;
     } else {
       stateText.textContent = example.fooled ? "You fooled the model!" : "The model was not fooled.";
