@@ -295,6 +295,9 @@ JOB_RUNNER = env_choice("JOB_RUNNER", "", ["", "celery", "subprocess", "thread",
 # Round pipeline: upload limits, and when a silent run counts as stalled.
 ROUNDS_UPLOAD_MAX_MB = env_int("ROUNDS_UPLOAD_MAX_MB", 600, minimum=1)
 ROUNDS_PIPELINE_STALE_S = env_int("ROUNDS_PIPELINE_STALE_S", 1800, minimum=60)
+# A running pipeline run silent for this long (its worker was killed mid-step) is queued again by the beat sweep
+# `rounds.resume_silent_pipelines` and taken over: the interrupted step runs again (every step is idempotent).
+ROUNDS_PIPELINE_TAKEOVER_S = env_int("ROUNDS_PIPELINE_TAKEOVER_S", 600, minimum=30)
 # Bodies: form and JSON bodies up to 20 MB; uploaded files over 20 MB go to a temporary file, never past the
 # upload cap (ROUNDS_UPLOAD_MAX_MB + 1 MB: dynabench_site.bodylimit stops an upload there and deletes what it read).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
@@ -313,6 +316,7 @@ CELERY_BEAT_SCHEDULE = {
     # resumes by itself within SCORING_SWEEP_SECONDS of the broker coming back.
     "score-pending": {"task": "annotation.score_pending", "schedule": float(env_int("SCORING_SWEEP_SECONDS", 15, minimum=1)),
                       "options": {"expires": 30}},
+    "resume-silent-pipelines": {"task": "rounds.resume_silent_pipelines", "schedule": 60.0, "options": {"expires": 50}},
     "purge-expired-leases": {"task": "validation.purge_expired_leases", "schedule": 300.0},
     "sync-validation-queue": {"task": "validation.sync_queue", "schedule": 600.0},
     "refresh-reliability-labels": {"task": "validation.refresh_reliability", "schedule": 1800.0},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from dynabench_site.jobs import dispatch
 from rounds import evaluation, pipeline
 
 
@@ -20,3 +21,13 @@ def run_pipeline(run_id: int) -> str:
 def evaluate_upload(upload_id: int) -> str:
     """Score a researcher's upload on every test set of its task."""
     return evaluation.evaluate_upload(upload_id).status
+
+
+@shared_task(name="rounds.resume_silent_pipelines", ignore_result=True)
+def resume_silent_pipelines() -> int:
+    """Beat sweep: queue again every running run whose worker went silent (killed mid-step); `pipeline.claim`
+    takes it over and the interrupted step runs again."""
+    ids = pipeline.silent_runs()
+    for run_id in ids:
+        dispatch(run_pipeline, run_id)
+    return len(ids)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 import traceback
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F
+from django.db.models import F, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 
 from rounds import steps
@@ -37,9 +39,24 @@ def create_steps(run: PipelineRun) -> None:
     )
 
 
+def takeover_after_s() -> int:
+    return int(getattr(settings, "ROUNDS_PIPELINE_TAKEOVER_S", 600))
+
+
 def claim(run_id: int) -> PipelineRun | None:
+    """Pending -> running, once. A running run whose worker went silent for longer than ROUNDS_PIPELINE_TAKEOVER_S
+    (its process was killed mid-step: the job is redelivered, or `resume_silent` queues it again) is taken over:
+    the step it was in runs again, which is safe because every step is idempotent."""
     now = timezone.now()
     claimed = PipelineRun.objects.filter(pk=run_id, status=Run.PENDING).update(status=Run.RUNNING, heartbeat_at=now)
+    if not claimed:
+        cutoff = now - timedelta(seconds=takeover_after_s())
+        claimed = PipelineRun.objects.filter(pk=run_id, status=Run.RUNNING, heartbeat_at__lt=cutoff).update(
+            heartbeat_at=now)
+        if claimed:
+            PipelineStep.objects.filter(run_id=run_id, status=Step.RUNNING).update(
+                status=Step.PENDING, log=Concat("log", Value(f"{now:%H:%M:%S} taken over: the worker running this step stopped "
+                                        f"reporting for over {takeover_after_s()} s; the step runs again\n")))
     if not claimed:
         return None
     run = PipelineRun.objects.select_related("task", "from_round", "to_round").get(pk=run_id)
@@ -47,6 +64,12 @@ def claim(run_id: int) -> PipelineRun | None:
         PipelineRun.objects.filter(pk=run_id).update(started_at=now)
         run.started_at = now
     return run
+
+
+def silent_runs() -> list[int]:
+    """Running runs whose worker stopped reporting for longer than ROUNDS_PIPELINE_TAKEOVER_S (to be taken over)."""
+    cutoff = timezone.now() - timedelta(seconds=takeover_after_s())
+    return list(PipelineRun.objects.filter(status=Run.RUNNING, heartbeat_at__lt=cutoff).values_list("pk", flat=True))
 
 
 def execute(run_id: int) -> PipelineRun:

@@ -7,7 +7,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
-from rounds import evaluation, services
+from rounds import evaluation, jobs, pipeline, services
 from rounds.models import PipelineRun, ResearcherModel
 from tests.factories import TaskFactory
 from tests.personas import PERSONAS
@@ -157,3 +157,21 @@ def test_the_console_health_page_shows_stuck_work(task, personas, client, upload
     client.force_login(personas.owner)
     page = client.get("/tasks/small/console/health/").content.decode()
     assert 'id="health-run-stuck"' in page and 'id="health-uploads-stuck"' in page and "mine" in page
+
+
+def test_a_run_whose_worker_was_killed_mid_step_is_taken_over_and_finishes_once(task, personas, settings):
+    """kill -9 mid-step leaves the run `running` with a silent heartbeat: the beat sweep queues it again, and the
+    interrupted step runs again (steps are idempotent) — one finished run, each step done once."""
+    settings.JOB_RUNNER = ""
+    run = services.start_pipeline(task, personas.owner)
+    PipelineRun.objects.filter(pk=run.pk).update(status="running", heartbeat_at=timezone.now())
+    run.steps.filter(name="freeze").update(status="running")
+    assert pipeline.execute(run.pk).status == "running"  # a redelivery while the worker still reports: left alone
+    assert jobs.resume_silent_pipelines() == 0
+    PipelineRun.objects.filter(pk=run.pk).update(heartbeat_at=LONG_AGO)  # the worker went silent
+    settings.JOB_RUNNER = "inline"
+    assert jobs.resume_silent_pipelines() == 1
+    run.refresh_from_db()
+    assert run.status == "done" and task.current_round.number == 2
+    assert set(run.steps.values_list("status", flat=True)) == {"done"}
+    assert "taken over" in run.steps.get(name="freeze").log
