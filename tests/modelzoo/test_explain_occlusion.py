@@ -1,0 +1,146 @@
+"""Word occlusion over an ensemble, with tiny random models: shape, batching, the ensemble's answer, QA spans."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from modelzoo import explain
+from modelzoo.heads.qa import best_spans
+from modelzoo.runtime import Predictor
+from modelzoo.serving.base import Backend, ModelRef
+from modelzoo.serving.inprocess import InProcessBackend
+from modelzoo.testing import tiny_artifact
+
+LABELS = ["negative", "neutral", "positive"]
+TEXT = "The plot's twists aren't earned, sadly."
+QA_INPUT = {"question": "When was it completed?", "context": "The Eiffel Tower was completed in 1889 and is in Paris."}
+
+
+@pytest.fixture(scope="module")
+def members(tmp_path_factory):
+    root = tmp_path_factory.mktemp("members")
+    return [Predictor.load(tiny_artifact(root / f"m{seed}", "classification", LABELS, seed=seed)) for seed in range(3)]
+
+
+@pytest.fixture(scope="module")
+def readers(tmp_path_factory):
+    root = tmp_path_factory.mktemp("readers")
+    return [Predictor.load(tiny_artifact(root / f"q{seed}", "qa", seed=seed)) for seed in range(2)]
+
+
+def forward_batches(predictors):
+    """Record the batch shape of every forward call of each predictor's model."""
+    calls: list[list[tuple[int, ...]]] = [[] for _ in predictors]
+    handles = [p.model.register_forward_hook(lambda m, a, kw, out, i=i: calls[i].append(tuple(kw["input_ids"].shape)),
+                                             with_kwargs=True) for i, p in enumerate(predictors)]
+    return calls, handles
+
+
+def test_occlusion_runs_one_forward_batch_per_member_with_one_row_per_word(members):
+    calls, handles = forward_batches(members)
+    try:
+        result = explain.explain_ensemble(members, {"text": TEXT})
+    finally:
+        for h in handles:
+            h.remove()
+    n_words = len(TEXT.split())
+    assert [len(c) for c in calls] == [1, 1, 1]  # verdict and map from the same batch: no other forward pass
+    assert all(c[0][0] == n_words + 1 for c in calls)
+    assert [w["word"] for w in result["words"]] == TEXT.split()
+    assert result["members"] == 3 and result["method"] == "occlusion" and result["steps"] == 1
+    assert max(abs(w["score"]) for w in result["words"]) == pytest.approx(1.0)
+
+
+def test_the_ensemble_answer_and_its_probability_are_the_mean_over_all_members(members):
+    result = explain.explain_ensemble(members, {"text": TEXT})
+    predictions = [p.predict([{"text": TEXT}])[0] for p in members]
+    mean = {label: sum(p["probs"][label] for p in predictions) / 3 for label in LABELS}
+    assert result["target"] == max(mean, key=mean.get)
+    assert result["probability"] == pytest.approx(mean[result["target"]], abs=1e-5)
+    assert [p["label"] for p in result["predictions"]] == [p["label"] for p in predictions]
+    assert "word occlusion over 3 models" in result["legend"] and result["target"] in result["legend"]
+
+
+def test_each_word_score_is_the_drop_in_the_mean_probability_when_that_word_is_deleted(members):
+    result = explain.explain_ensemble(members, {"text": TEXT}, target="neutral")
+    words = TEXT.split()
+
+    def mean_prob(text: str) -> float:
+        return sum(p.predict([{"text": text}])[0]["probs"]["neutral"] for p in members) / len(members)
+
+    for i, w in enumerate(result["words"]):
+        dropped = " ".join(x for j, x in enumerate(words) if j != i)
+        assert w["score"] * result["peak"] == pytest.approx(result["probability"] - mean_prob(dropped), abs=1e-5)
+
+
+def test_an_ensemble_map_differs_from_one_members_map_when_members_disagree(members):
+    first_label = members[0].predict([{"text": TEXT}])[0]["label"]
+    assert any(p.predict([{"text": TEXT}])[0]["label"] != first_label for p in members[1:])  # they disagree
+    whole = explain.explain_ensemble(members, {"text": TEXT}, target="positive")
+    first = explain.explain_ensemble(members[:1], {"text": TEXT}, target="positive")
+    assert whole["members"] == 3 and first["members"] == 1
+    assert [w["score"] for w in whole["words"]] != pytest.approx([w["score"] for w in first["words"]], abs=1e-3)
+
+
+def test_pairs_keep_their_segments(members):
+    result = explain.explain_ensemble(members, {"text": "A man plays guitar.", "text_pair": "Nobody plays."})
+    assert [(w["word"], w["segment"]) for w in result["words"]] == [
+        ("A", 0), ("man", 0), ("plays", 0), ("guitar.", 0), ("Nobody", 1), ("plays.", 1)]
+
+
+@pytest.mark.parametrize("method", ["input_x_gradient", "integrated_gradients"])
+def test_gradient_methods_stay_selectable_and_cover_every_member(members, method):
+    result = explain.explain_ensemble(members, {"text": TEXT}, method, target="positive")
+    assert result["method"] == method and result["members"] == 3 and result["target"] == "positive"
+    assert [w["word"] for w in result["words"]] == TEXT.split()
+    assert method.split("_")[0] in result["legend"] or "gradient" in result["legend"]
+
+
+def test_qa_span_confidence_is_a_probability_over_the_valid_spans(readers):
+    reader = readers[0]
+    encoding = reader.encode([QA_INPUT], offsets=True)
+    with torch.inference_mode():
+        output = reader.model(**reader.model_args(encoding))
+    spans = best_spans(output.start_logits[0], output.end_logits[0], encoding.sequence_ids(0),
+                       encoding["offset_mapping"][0].tolist(), QA_INPUT["context"], n_best=10_000)
+    assert sum(s["score"] for s in spans) == pytest.approx(1.0, abs=1e-4)  # every valid span, probabilities
+    assert spans == sorted(spans, key=lambda s: -s["score"])
+
+
+def test_qa_occlusion_explains_the_ensemble_answer_span_over_both_members(readers):
+    calls, handles = forward_batches(readers)
+    try:
+        result = explain.explain_ensemble(readers, QA_INPUT)
+    finally:
+        for h in handles:
+            h.remove()
+    predictions = [r.predict([QA_INPUT])[0] for r in readers]
+    target = readers[0].spec.ensemble_target(predictions)
+    assert result["span"] == [target["start"], target["end"]] and result["target"] == "answer"
+    assert result["members"] == 2
+    n_words = len(QA_INPUT["question"].split()) + len(QA_INPUT["context"].split())
+    assert [c[-1][0] for c in calls] == [n_words + 1, n_words + 1]  # one occlusion batch per member
+    assert [w["word"] for w in result["words"] if w["segment"] == 1] == QA_INPUT["context"].split()
+    assert 0 < result["probability"] <= 1 and "its answer" in result["legend"]
+
+
+def test_the_generic_backend_default_explains_every_member_and_averages(tmp_path, members):
+    class Generic(InProcessBackend):  # the in-process backend without its own explain_ensemble
+        explain_ensemble = Backend.explain_ensemble
+
+    refs = []
+    for seed in range(3):
+        path = tiny_artifact(tmp_path / f"g{seed}", "classification", LABELS, seed=seed)
+        refs.append(ModelRef(seed + 1, f"g{seed}", f"g{seed}", "classification", path))
+    generic = Generic().explain_ensemble(refs, {"text": TEXT}, "occlusion")
+    batched = InProcessBackend().explain_ensemble(refs, {"text": TEXT}, "occlusion")
+    assert generic["members"] == batched["members"] == 3
+    assert generic["target"] == batched["target"]
+    assert [w["word"] for w in generic["words"]] == [w["word"] for w in batched["words"]]
+    assert len(generic["predictions"]) == 3
+
+
+def test_an_unknown_method_is_refused(members):
+    with pytest.raises(ValueError, match="unknown explanation method"):
+        explain.explain_ensemble(members, {"text": "hi"}, "shap")
