@@ -6,11 +6,10 @@ for the predicted class lowers that class's probability more than deleting three
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 from modelzoo.explain import explain_ensemble
+from modelzoo.faithfulness import comprehensiveness, held_out_sentences
 
 pytestmark = pytest.mark.integration
 
@@ -18,35 +17,13 @@ SAMPLE = 40  # held-out SST-2 dev sentences of 8-30 words, the first ones in fil
 POSITIVE = "The food was delicious and the staff were wonderful."
 
 
-def comprehensiveness_wins(predictor, sentences: list[str], seed: int = 0) -> tuple[float, list[dict]]:
-    """Share of sentences where deleting the top-3 credited words beats deleting 3 random ones (fixed seed)."""
-    rng = random.Random(seed)
-    rows = []
-    for sentence in sentences:
-        words = sentence.split()
-        result = explain_ensemble([predictor], {"text": sentence})
-        assert [w["word"] for w in result["words"]] == words
-        label, base = result["target"], result["probability"]
-        top = set(sorted(range(len(words)), key=lambda i: -result["words"][i]["score"])[:3])
-        chance = set(rng.sample(range(len(words)), 3))
-
-        def without(dropped: set[int], label: str = label, words: list[str] = words) -> float:
-            text = " ".join(w for i, w in enumerate(words) if i not in dropped)
-            return predictor.predict([{"text": text}])[0]["probs"][label]
-
-        rows.append({"sentence": sentence, "top": base - without(top), "random": base - without(chance)})
-    return sum(r["top"] > r["random"] for r in rows) / len(rows), rows
-
-
 def test_deleting_the_top_credited_words_lowers_the_prediction_more_than_random_words(trained_sentiment, sst2_dev):
-    sentences = [r["sentence"] for r in sst2_dev if 8 <= len(r["sentence"].split()) <= 30][:SAMPLE]
-    share, rows = comprehensiveness_wins(trained_sentiment, sentences)
-    mean_top = sum(r["top"] for r in rows) / len(rows)
-    mean_random = sum(r["random"] for r in rows) / len(rows)
-    print(f"\nfaithfulness (ERASER comprehensiveness, top-3 vs 3 random words): {share:.2f} of {len(rows)} sentences; "
-          f"mean drop {mean_top:.3f} vs {mean_random:.3f}")
-    assert share >= 0.8, [r for r in rows if r["top"] <= r["random"]]
-    assert mean_top > mean_random
+    result = comprehensiveness([trained_sentiment], held_out_sentences(sst2_dev, SAMPLE), k=3, seed=0)
+    print(f"\nfaithfulness (ERASER comprehensiveness, top-3 vs 3 random words): {result.wins:.2f} of "
+          f"{len(result.rows)} sentences; mean drop {result.mean_top:.3f} vs {result.mean_random:.3f}")
+    assert len(result.rows) == SAMPLE
+    assert result.wins >= 0.8, [r for r in result.rows if r["top"] <= r["random"]]
+    assert result.mean_top > result.mean_random
 
 
 def test_a_clearly_positive_sentence_credits_its_positive_words(trained_sentiment):
