@@ -235,17 +235,25 @@ def _gradient_ensemble(predictors: Sequence[Any], model_input: dict[str, str], m
 
 def average_explanations(results: list[dict[str, Any]]) -> dict[str, Any]:
     """One explanation from several of the same input (one per member): word scores averaged, then scaled so
-    the largest |score| is 1; the worst convergence delta; the rest from the first."""
+    the largest |score| is 1; the worst convergence delta; the rest from the first. Occlusion results carry
+    their scale (`peak`), so their raw probability drops are averaged: the same map, exactly, as one
+    `occlusion` over all the members (the mean drop of the mean probability)."""
     first = results[0]
     out = {k: v for k, v in first.items() if k not in ("words", "end_words", "probability", "peak")}
     out["delta"] = _worst([r.get("delta") for r in results])
+    raw = all(r.get("peak") is not None for r in results)
     for key in ("words", "end_words"):
         if key not in first:
             continue
         merged = [dict(w) for w in first[key]]
         for i, w in enumerate(merged):
-            w["score"] = sum(r[key][i]["score"] for r in results if len(r.get(key, [])) == len(merged)) / len(results)
+            w["score"] = sum(r[key][i]["score"] * (r["peak"] if raw else 1.0)
+                             for r in results if len(r.get(key, [])) == len(merged)) / len(results)
+        if raw and key == "words":
+            out["peak"] = max((abs(w["score"]) for w in merged), default=0.0)
         out[key] = normalise(merged)
+    if all(r.get("probability") is not None for r in results):
+        out["probability"] = sum(r["probability"] for r in results) / len(results)
     return out
 
 

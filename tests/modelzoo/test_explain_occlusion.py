@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from modelzoo import explain
+from modelzoo.heads import get_head
 from modelzoo.heads.qa import best_spans
 from modelzoo.runtime import Predictor
 from modelzoo.serving.base import Backend, ModelRef
@@ -17,10 +18,29 @@ TEXT = "The plot's twists aren't earned, sadly."
 QA_INPUT = {"question": "When was it completed?", "context": "The Eiffel Tower was completed in 1889 and is in Paris."}
 
 
+def sensitive_tiny(path, seed: int):
+    """A tiny classifier whose weights are shaken (std 0.2) so that deleting a word moves its probabilities by
+    ~1e-2 (freshly initialised ones move by ~1e-6, below float32 noise once normalised)."""
+    path = tiny_artifact(path, "classification", LABELS, seed=seed)
+    model = get_head("classification").auto_model.from_pretrained(str(path))
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "LayerNorm" not in name:
+                parameter.add_(torch.randn(parameter.shape, generator=generator) * 0.2)
+    model.save_pretrained(str(path))
+    return path
+
+
 @pytest.fixture(scope="module")
-def members(tmp_path_factory):
+def member_paths(tmp_path_factory):
     root = tmp_path_factory.mktemp("members")
-    return [Predictor.load(tiny_artifact(root / f"m{seed}", "classification", LABELS, seed=seed)) for seed in range(3)]
+    return [sensitive_tiny(root / f"m{seed}", seed) for seed in range(3)]
+
+
+@pytest.fixture(scope="module")
+def members(member_paths):
+    return [Predictor.load(path) for path in member_paths]
 
 
 @pytest.fixture(scope="module")
@@ -69,9 +89,10 @@ def test_each_word_score_is_the_drop_in_the_mean_probability_when_that_word_is_d
     def mean_prob(text: str) -> float:
         return sum(p.predict([{"text": text}])[0]["probs"]["neutral"] for p in members) / len(members)
 
+    assert result["peak"] > 1e-3  # these models react to words: the check below is not lost in float noise
     for i, w in enumerate(result["words"]):
         dropped = " ".join(x for j, x in enumerate(words) if j != i)
-        assert w["score"] * result["peak"] == pytest.approx(result["probability"] - mean_prob(dropped), abs=1e-5)
+        assert w["score"] * result["peak"] == pytest.approx(result["probability"] - mean_prob(dropped), abs=1e-6)
 
 
 def test_an_ensemble_map_differs_from_one_members_map_when_members_disagree(members):
@@ -125,19 +146,20 @@ def test_qa_occlusion_explains_the_ensemble_answer_span_over_both_members(reader
     assert 0 < result["probability"] <= 1 and "its answer" in result["legend"]
 
 
-def test_the_generic_backend_default_explains_every_member_and_averages(tmp_path, members):
+def test_the_generic_backend_default_explains_every_member_and_averages(member_paths):
     class Generic(InProcessBackend):  # the in-process backend without its own explain_ensemble
         explain_ensemble = Backend.explain_ensemble
 
-    refs = []
-    for seed in range(3):
-        path = tiny_artifact(tmp_path / f"g{seed}", "classification", LABELS, seed=seed)
-        refs.append(ModelRef(seed + 1, f"g{seed}", f"g{seed}", "classification", path))
+    refs = [ModelRef(i + 1, f"g{i}", f"g{i}", "classification", path) for i, path in enumerate(member_paths)]
     generic = Generic().explain_ensemble(refs, {"text": TEXT}, "occlusion")
     batched = InProcessBackend().explain_ensemble(refs, {"text": TEXT}, "occlusion")
     assert generic["members"] == batched["members"] == 3
     assert generic["target"] == batched["target"]
     assert [w["word"] for w in generic["words"]] == [w["word"] for w in batched["words"]]
+    # member by member (one request each) gives exactly the batched map: the mean drop of the mean probability
+    assert [w["score"] for w in generic["words"]] == pytest.approx([w["score"] for w in batched["words"]], abs=1e-4)
+    assert generic["probability"] == pytest.approx(batched["probability"], abs=1e-6)
+    assert generic["legend"] == batched["legend"]
     assert len(generic["predictions"]) == 3
 
 
