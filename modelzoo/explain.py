@@ -117,7 +117,8 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
     keys: list[tuple[int, int, int]] = []
     predictions = []
     for predictor in predictors:
-        member_words, probs, prediction = _occlude_member(predictor, model_input, target)
+        with predictor.lock:  # the tokenizer and the model are not shared between threads mid-call
+            member_words, probs, prediction = _occlude_member(predictor, model_input, target)
         member_keys = [(w["segment"], w["start"], w["end"]) for w in member_words]
         if words is None:
             words, keys = member_words, member_keys
@@ -171,7 +172,7 @@ def _occlude_member(predictor: Any, model_input: dict[str, str], target: Any):
             rows.append([t for t in rows[0] if t not in drop])
             replaced.append(set())
     batch = _batch(args, rows, replaced, mask_id, pad_id)
-    with predictor.lock, torch.inference_mode():
+    with torch.inference_mode():
         output = predictor.model(**batch)
     prediction = None
     if explained is None:  # classification without a target: all labels' probabilities, prediction from row 0

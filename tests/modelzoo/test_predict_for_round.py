@@ -65,3 +65,20 @@ def test_qa_verdict_is_a_span_of_the_passage_with_start_and_end_attributions(qa_
     assert {w["segment"] for w in explanation["words"]} == {0, 1}
     question_words = [w["word"] for w in explanation["words"] if w["segment"] == 0]
     assert question_words == ["When", "was", "it", "completed?"]
+
+
+def test_a_classification_verdict_and_its_map_take_one_forward_batch_per_member(open_round):
+    from modelzoo.serving import ModelRef, get_backend
+
+    ensemble = deploy_tiny_ensemble(open_round, members=3)
+    predictors = [get_backend().predictor(ModelRef.of(v)) for v in ensemble.ordered_members()]
+    rows: list[list[int]] = [[] for _ in predictors]
+    hooks = [p.model.register_forward_hook(lambda m, a, kw, out, i=i: rows[i].append(kw["input_ids"].shape[0]),
+                                           with_kwargs=True) for i, p in enumerate(predictors)]
+    try:
+        [verdict] = services.predict_for_round(open_round, [{"text": "What a lovely, bright day"}])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert rows == [[6], [6], [6]]  # per member one batch: the sentence and the sentence without each of its 5 words
+    assert verdict["explanation"]["members"] == 3 and len(verdict["models"]) == 3
