@@ -302,6 +302,15 @@ LIG delta < 0.1: {ok(lig["max_delta"] < 0.1)}.
 """
 
 
+def kept_notes(path: Path) -> str:
+    """The hand-written "## Notes" section of the page being replaced (kept across runs), or nothing."""
+    if not path.is_file():
+        return ""
+    text = path.read_text(encoding="utf-8")
+    at = text.find("\n## Notes")
+    return text[at:] if at >= 0 else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=200, help="timed verdicts per side")
@@ -344,7 +353,7 @@ def run(workdir: Path, args: argparse.Namespace) -> dict:
     finally:
         server.stop()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(report(results, args), encoding="utf-8")
+    args.out.write_text(report(results, args) + kept_notes(args.out), encoding="utf-8")
     return results
 
 
