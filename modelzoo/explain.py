@@ -99,8 +99,11 @@ def legend(method: str, result: dict[str, Any], spec: Any, members: int) -> str:
     if method == OCCLUSION:
         confidence = result.get("probability")
         at = f" ({confidence:.0%})" if confidence is not None else ""
+        grouped = result.get("group", 1)
+        groups = (f" (passage words in groups of up to {grouped}, deleted together, share their group's colour)"
+                  if grouped > 1 else "")
         return (f"green = removing this word lowers the models' confidence in {what}{at}; red = removing it raises "
-                f"it; method: word occlusion over {models}")
+                f"it; method: word occlusion over {models}{groups}")
     kind = "input × gradient (an approximation: its sign can mislead)" if method == FAST else \
         "integrated gradients from a blank ([PAD]) input"
     return f"green = pushes the models' score towards {what}; red = pushes away from it; method: {kind}, averaged over {models}"
@@ -140,7 +143,8 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
     out_words = normalise([{"word": w["word"], "score": d, "segment": w["segment"]}
                            for w, d in zip(words, drops, strict=True)])
     result = {"method": OCCLUSION, "target": name, "delta": None, "steps": 1, "words": out_words,
-              "probability": float(mean[0, column]), "peak": float(peak)}
+              "probability": float(mean[0, column]), "peak": float(peak),
+              "group": max((w["group"] for w in words), default=1)}
     if target is None and all(p is not None for p in predictions):
         result["predictions"] = predictions
     return result
@@ -161,15 +165,16 @@ def _occlude_member(predictor: Any, model_input: dict[str, str], target: Any):
         protected = set(explained.protected)
     mask_id = predictor.tokenizer.mask_token_id
     pad_id = predictor.tokenizer.pad_token_id or 0
+    features = plan_features(words, protected, spec.occlusion_max_features)
     rows = [list(range(len(seq_ids)))]  # kept positions per row; row 0 keeps everything
     replaced: list[set[int]] = [set()]
-    for w in words:
-        if protected & set(w["tokens"]):  # a word of the QA answer: masked in place (kept if no [MASK])
+    for feature in features:
+        tokens = {t for i in feature for t in words[i]["tokens"]}
+        if protected & tokens:  # the QA answer: masked in place (kept if the tokenizer has no [MASK])
             rows.append(rows[0])
-            replaced.append(set(w["tokens"]) if mask_id is not None else set())
+            replaced.append(tokens if mask_id is not None else set())
         else:
-            drop = set(w["tokens"])
-            rows.append([t for t in rows[0] if t not in drop])
+            rows.append([t for t in rows[0] if t not in tokens])
             replaced.append(set())
     batch = _batch(args, rows, replaced, mask_id, pad_id)
     with torch.inference_mode():
@@ -180,7 +185,39 @@ def _occlude_member(predictor: Any, model_input: dict[str, str], target: Any):
         prediction = spec.decode(encoding, type(output)(logits=output.logits[:1]), [model_input], predictor.labels)[0]
     else:
         probs = explained.probability(output, rows, seq_ids)
+    feature_of = {i: f for f, feature in enumerate(features) for i in feature}
+    for i, w in enumerate(words):
+        w["group"] = len(features[feature_of[i]])
+    # one row per word (a word of a group gets its group's row): the caller works word by word
+    probs = torch.cat([probs[:1], probs[1:][torch.tensor([feature_of[i] for i in range(len(words))], dtype=torch.long)]]) \
+        if words else probs[:1]
     return words, probs, prediction
+
+
+def plan_features(words: list[dict[str, Any]], protected: set[int], budget: int) -> list[list[int]]:
+    """What occlusion deletes, row by row: one word per row while there are at most `budget` words; beyond
+    that (long QA passages) the question's words stay single and the passage's other words are deleted in
+    contiguous groups, never across the answer, so that the rows stay within the budget."""
+    if len(words) <= budget:
+        return [[i] for i in range(len(words))]
+    answer = [i for i, w in enumerate(words) if protected & set(w["tokens"])]
+    singles = [i for i, w in enumerate(words) if w["segment"] == 0 and i not in answer]
+    if len(singles) > budget // 2:
+        singles = []
+    rest = [i for i in range(len(words)) if i not in answer and i not in singles]
+    slots = max(budget - len(singles) - (1 if answer else 0), 1)
+    size = -(-len(rest) // slots)  # ceil
+    features: list[list[int]] = [[i] for i in singles] + ([answer] if answer else [])
+    run: list[int] = []
+    for i in rest:
+        breaks = run and (i != run[-1] + 1 or words[i]["segment"] != words[run[-1]]["segment"] or len(run) == size)
+        if breaks:
+            features.append(run)
+            run = []
+        run.append(i)
+    if run:
+        features.append(run)
+    return sorted(features, key=lambda f: f[0])
 
 
 def _batch(args: dict[str, torch.Tensor], rows: list[list[int]], replaced: list[set[int]], mask_id: int | None,

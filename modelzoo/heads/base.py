@@ -69,6 +69,8 @@ class HeadSpec(ABC):
     needs_offsets: ClassVar[bool] = False  # decoding needs the tokens' character offsets
     occlusion_needs_target: ClassVar[bool] = False  # occlusion must know the answer before its forward batch
     explained_name: ClassVar[str] = ""  # the explanation's "target" when it is not a label (QA: "answer")
+    # Word occlusion runs one row per word up to this many words; beyond, passage words go in groups (cost)
+    occlusion_max_features: ClassVar[int] = 512
 
     # -- training ---------------------------------------------------------------------------------
 

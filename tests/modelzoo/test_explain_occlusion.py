@@ -166,3 +166,35 @@ def test_the_generic_backend_default_explains_every_member_and_averages(member_p
 def test_an_unknown_method_is_refused(members):
     with pytest.raises(ValueError, match="unknown explanation method"):
         explain.explain_ensemble(members, {"text": "hi"}, "shap")
+
+
+def test_a_long_passage_is_occluded_in_groups_within_the_row_budget(readers):
+    filler = " ".join(f"Sentence {i} says nothing about towers at all." for i in range(12))
+    context = f"{filler} The Eiffel Tower was completed in 1889 and is in Paris. {filler}"
+    model_input = {"question": "When was the Eiffel Tower completed?", "context": context}
+    answer = {"start": context.index("1889"), "end": context.index("1889") + 4}
+    calls, handles = forward_batches(readers[:1])
+    try:
+        result = explain.explain_ensemble(readers[:1], model_input, target=answer)
+    finally:
+        for h in handles:
+            h.remove()
+    budget = readers[0].spec.occlusion_max_features
+    [[(rows, _)]] = calls
+    assert rows <= budget + 3  # the unchanged input, at most `budget` features, and a break at the answer
+    passage = [w for w in result["words"] if w["segment"] == 1]
+    assert len(passage) > 2 * budget  # every word is on the map, though most share a group's row
+    question = [w["word"] for w in result["words"] if w["segment"] == 0]
+    assert question == model_input["question"].split()  # the question's words are each deleted alone
+    assert result["group"] > 1 and "groups of up to" in result["legend"]
+
+
+def test_features_never_join_the_answer_with_other_words():
+    words = [{"segment": 0, "tokens": [1]}, {"segment": 0, "tokens": [2]}] + \
+        [{"segment": 1, "tokens": [t]} for t in range(4, 24)]
+    features = explain.plan_features(words, protected={10, 11}, budget=8)
+    assert [0] in features and [1] in features  # the question's words stay single
+    assert [8, 9] in features  # the answer's two words (tokens 10 and 11) form one feature of their own
+    assert sorted(i for f in features for i in f) == list(range(len(words)))
+    assert len(features) <= 8 + 2
+    assert explain.plan_features(words[:5], protected=set(), budget=8) == [[0], [1], [2], [3], [4]]
