@@ -202,7 +202,7 @@ def plan_features(words: list[dict[str, Any]], protected: set[int], budget: int)
         return [[i] for i in range(len(words))]
     answer = [i for i, w in enumerate(words) if protected & set(w["tokens"])]
     singles = [i for i, w in enumerate(words) if w["segment"] == 0 and i not in answer]
-    if len(singles) > budget // 2:
+    if len(singles) > budget * 3 // 4:  # a very long question: grouped as well, leaving rows for the passage
         singles = []
     rest = [i for i in range(len(words)) if i not in answer and i not in singles]
     slots = max(budget - len(singles) - (1 if answer else 0), 1)

@@ -34,8 +34,9 @@ class QAHead(HeadSpec):
     needs_offsets = True
     occlusion_needs_target = True  # the answer's tokens are masked, not deleted
     explained_name = "answer"
-    # A 256-token row costs ~0.1-0.3 s on one CPU thread: 24 rows per member keep a verdict within seconds.
-    occlusion_max_features = 24
+    # A 256-token row costs ~0.05-0.3 s on one CPU thread (idle / loaded): 16 rows per member keep a verdict
+    # within a few seconds; the question's words stay single, the passage goes in groups.
+    occlusion_max_features = 16
 
     def features(self, tokenizer: Any, examples: Sequence[Example], labels: Sequence[str],
                  max_length: int) -> list[dict[str, Any]]:
