@@ -165,7 +165,7 @@ def _occlude_member(predictor: Any, model_input: dict[str, str], target: Any):
         protected = set(explained.protected)
     mask_id = predictor.tokenizer.mask_token_id
     pad_id = predictor.tokenizer.pad_token_id or 0
-    features = plan_features(words, protected, spec.occlusion_max_features)
+    features = plan_features(words, protected, spec.occlusion_max_features(len(seq_ids)))
     rows = [list(range(len(seq_ids)))]  # kept positions per row; row 0 keeps everything
     replaced: list[set[int]] = [set()]
     for feature in features:

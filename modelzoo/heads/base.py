@@ -69,8 +69,6 @@ class HeadSpec(ABC):
     needs_offsets: ClassVar[bool] = False  # decoding needs the tokens' character offsets
     occlusion_needs_target: ClassVar[bool] = False  # occlusion must know the answer before its forward batch
     explained_name: ClassVar[str] = ""  # the explanation's "target" when it is not a label (QA: "answer")
-    # Word occlusion runs one row per word up to this many words; beyond, passage words go in groups (cost)
-    occlusion_max_features: ClassVar[int] = 512
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -103,6 +101,11 @@ class HeadSpec(ABC):
     @abstractmethod
     def target_of(self, prediction: dict[str, Any]) -> Any:
         """The target that explains this prediction: its label, or its span's character offsets."""
+
+    def occlusion_max_features(self, n_tokens: int) -> int:
+        """How many rows word occlusion may run per member for an input of `n_tokens` tokens: one row per word
+        up to this many words; beyond it, words are deleted in groups (the cost bound). Default: no bound."""
+        return 512
 
     @abstractmethod
     def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> Any:

@@ -18,6 +18,7 @@ from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTar
 
 MAX_ANSWER_TOKENS = 30
 N_BEST = 10
+OCCLUSION_TOKENS = 4096  # rows x tokens per member that word occlusion may run
 
 
 class QAHead(HeadSpec):
@@ -34,9 +35,6 @@ class QAHead(HeadSpec):
     needs_offsets = True
     occlusion_needs_target = True  # the answer's tokens are masked, not deleted
     explained_name = "answer"
-    # A 256-token row costs ~0.05-0.3 s on one CPU thread (idle / loaded): 16 rows per member keep a verdict
-    # within a few seconds; the question's words stay single, the passage goes in groups.
-    occlusion_max_features = 16
 
     def features(self, tokenizer: Any, examples: Sequence[Example], labels: Sequence[str],
                  max_length: int) -> list[dict[str, Any]]:
@@ -64,6 +62,11 @@ class QAHead(HeadSpec):
 
     def target_of(self, prediction: dict[str, Any]) -> dict[str, int]:
         return {"start": prediction["start"], "end": prediction["end"]}
+
+    def occlusion_max_features(self, n_tokens: int) -> int:
+        """A budget of OCCLUSION_TOKENS tokens per member (16 rows of a 256-token input, which cost ~0.05-0.3 s
+        each on one CPU thread, idle / loaded): short passages go word by word, long ones in groups."""
+        return max(8, OCCLUSION_TOKENS // max(n_tokens, 1))
 
     def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> dict[str, int]:
         """The span (character offsets) with the best mean score over members, as `best_mean_span` picks it."""

@@ -179,7 +179,7 @@ def test_a_long_passage_is_occluded_in_groups_within_the_row_budget(readers):
     finally:
         for h in handles:
             h.remove()
-    budget = readers[0].spec.occlusion_max_features
+    budget = readers[0].spec.occlusion_max_features(len(readers[0].encode([model_input])["input_ids"][0]))
     [[(rows, _)]] = calls
     assert rows <= budget + 3  # the unchanged input, at most `budget` features, and a break at the answer
     passage = [w for w in result["words"] if w["segment"] == 1]
@@ -187,6 +187,8 @@ def test_a_long_passage_is_occluded_in_groups_within_the_row_budget(readers):
     question = [w["word"] for w in result["words"] if w["segment"] == 0]
     assert question == model_input["question"].split()  # the question's words are each deleted alone
     assert result["group"] > 1 and "groups of up to" in result["legend"]
+    short = explain.explain_ensemble(readers[:1], QA_INPUT)  # a short passage fits the budget word by word
+    assert short["group"] == 1 and "groups" not in short["legend"]
 
 
 def test_features_never_join_the_answer_with_other_words():
