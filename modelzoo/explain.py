@@ -1,21 +1,38 @@
-"""Token attributions merged to words: a fast gradient method and Captum's LayerIntegratedGradients.
+"""Word attributions for the ensemble's answer: word occlusion (default), input x gradient, integrated gradients.
 
-No Django imports (packed into TorchServe archives with `runtime.py`). Which logits are attributed (a label's,
-or a QA span's start and end) is the head spec's choice (`HeadSpec.explained_logits`). Integrated gradients
-attribute to the predicted class *logit* (on the softmax probability the convergence delta is far worse), with
-fewer steps for long inputs; the method, steps and delta are recorded with every attribution.
+No Django imports (packed into TorchServe archives with `runtime.py`).
+
+**Occlusion** (the default, `explain_ensemble(..., method="occlusion")`) is faithful by construction: the
+score of a word is the drop in the *ensemble's* probability of its answer when that word is deleted from the
+input (the mean of the members' probabilities, as `mean_probs` / `best_mean_span` aggregate them). Every
+perturbation of one input goes to each member in **one** forward batch: the unchanged input plus one row per
+word, with the word's tokens removed (later tokens move up; rows are padded to the longest). Deleting, rather
+than replacing the word by [PAD] or [MASK], is exactly what a reader does when trying the sentence without the
+word, and what the faithfulness check (ERASER comprehensiveness: delete the top words) measures; replacement
+leaves a token the model never saw in that place during training. For QA the explained quantity is the
+probability of the answer span (start and end softmax over all valid spans of the passage); words inside the
+answer are replaced by [MASK] instead of deleted, so the span still exists. Positive scores mean "removing
+this word lowers the confidence in the answer" (evidence for it), negative ones "removing it raises it".
+
+**Gradient methods** (selectable): `input_x_gradient` (gradient of the target logit x the word embedding) and
+`integrated_gradients` (Captum LayerIntegratedGradients from a [PAD] baseline, on the target *logit*, with the
+convergence delta recorded). Which logits they attribute is the head spec's choice
+(`HeadSpec.explained_logits`); over an ensemble, each member's normalised word scores are averaged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+OCCLUSION = "occlusion"
 FAST = "input_x_gradient"
 IG = "integrated_gradients"
-METHODS = (FAST, IG)
+METHODS = (OCCLUSION, FAST, IG)
+DEFAULT_METHOD = OCCLUSION
+METHOD_NAMES = {OCCLUSION: "word occlusion", FAST: "input × gradient", IG: "integrated gradients"}
 IG_MAX_STEPS = 32  # Gauss-Legendre: delta ~1e-5 at 32 steps on a 20-token input (1e-2 at 8)
 IG_MIN_STEPS = 8
 IG_TOKEN_BUDGET = 768  # steps x tokens per attribution: long inputs get fewer steps
@@ -25,16 +42,268 @@ def ig_steps(n_tokens: int) -> int:
     return max(IG_MIN_STEPS, min(IG_MAX_STEPS, IG_TOKEN_BUDGET // max(n_tokens, 1)))
 
 
-def explain(predictor: Any, model_input: dict[str, str], method: str, target: Any) -> dict[str, Any]:
-    """Attribute the logits that the predictor's head names for `target` (one word list per logit)."""
+def check_method(method: str) -> None:
     if method not in METHODS:
         raise ValueError(f"unknown explanation method {method!r}; known: {', '.join(METHODS)}")
+
+
+# -- the ensemble -----------------------------------------------------------------------------------
+
+
+def explain_ensemble(predictors: list, model_input: dict[str, str], method: str = OCCLUSION,
+                     target: Any = None) -> dict[str, Any]:
+    """Word attributions of the ensemble's answer over all `predictors` (runtime.Predictor, one per member).
+
+    `target`: the answer to explain (a label, or {"start", "end"} character offsets for QA); None explains the
+    ensemble's own answer (mean probabilities / best mean span, the heads' default aggregation) and adds the
+    members' predictions under "predictions" (from the same forward batch for classification), so a caller
+    needs no separate prediction call. Returns {"method", "target", "delta", "steps", "words" (QA gradient
+    methods also "end_words"), "members", "legend", and for occlusion "probability" (the ensemble's probability
+    of the answer) and "peak" (the largest probability change one word makes)}.
+    """
+    check_method(method)
+    if not predictors:
+        raise ValueError("an ensemble explanation needs at least one model")
+    spec = predictors[0].spec
+    predictions = None
+    if target is None and (method != OCCLUSION or spec.occlusion_needs_target):
+        predictions = [p.predict([model_input])[0] for p in predictors]
+        target = spec.ensemble_target(predictions)
+    if method == OCCLUSION:
+        result = occlusion(predictors, model_input, target)
+        predictions = result.pop("predictions", None) or predictions
+    else:
+        result = _gradient_ensemble(predictors, model_input, method, target)
+    result["members"] = len(predictors)
+    if isinstance(target, dict):  # a QA span: say which one was explained
+        result["span"] = [target["start"], target["end"]]
+    result["legend"] = legend(method, result, spec, len(predictors))
+    if predictions is not None:
+        result["predictions"] = predictions
+    return result
+
+
+def explain(predictor: Any, model_input: dict[str, str], method: str, target: Any) -> dict[str, Any]:
+    """One model's word attributions for `target` (occlusion: the ensemble of this one model)."""
+    check_method(method)
+    if method == OCCLUSION:
+        result = occlusion([predictor], model_input, target)
+        result.pop("predictions", None)
+        return result
+    return gradient(predictor, model_input, method, target)
+
+
+def legend(method: str, result: dict[str, Any], spec: Any, members: int) -> str:
+    what = f"“{result['target']}”" if spec.labelled else "its answer"
+    models = f"{members} model{'s' if members != 1 else ''}"
+    if method == OCCLUSION:
+        confidence = result.get("probability")
+        at = f" ({confidence:.0%})" if confidence is not None else ""
+        grouped = result.get("group", 1)
+        groups = (f" (passage words in groups of up to {grouped}, deleted together, share their group's colour)"
+                  if grouped > 1 else "")
+        return (f"green = removing this word lowers the models' confidence in {what}{at}; red = removing it raises "
+                f"it; method: word occlusion over {models}{groups}")
+    kind = "input × gradient (an approximation: its sign can mislead)" if method == FAST else \
+        "integrated gradients from a blank ([PAD]) input"
+    return f"green = pushes the models' score towards {what}; red = pushes away from it; method: {kind}, averaged over {models}"
+
+
+# -- occlusion --------------------------------------------------------------------------------------
+
+
+def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: Any) -> dict[str, Any]:
+    """Delete each word in turn; one forward batch per member; score = drop in the mean answer probability."""
+    spec = predictors[0].spec
+    table: list[torch.Tensor] = []  # per member: [rows, candidates] probabilities, row 0 the unchanged input
+    words: list[dict[str, Any]] | None = None
+    keys: list[tuple[int, int, int]] = []
+    predictions = []
+    for predictor in predictors:
+        with predictor.lock:  # the tokenizer and the model are not shared between threads mid-call
+            member_words, probs, prediction = _occlude_member(predictor, model_input, target)
+        member_keys = [(w["segment"], w["start"], w["end"]) for w in member_words]
+        if words is None:
+            words, keys = member_words, member_keys
+        elif member_keys != keys:  # another tokenizer or truncation: align rows on the first member's words
+            index = {k: i + 1 for i, k in enumerate(member_keys)}
+            probs = torch.stack([probs[0]] + [probs[index[k]] if k in index else probs[0] for k in keys])
+        table.append(probs)
+        predictions.append(prediction)
+    mean = torch.stack(table).mean(0)  # [rows, candidates]
+    if spec.labelled:
+        labels = predictors[0].labels
+        column = int(mean[0].argmax()) if target is None else labels.index(target)
+        name = labels[column]
+    else:
+        column, name = 0, spec.explained_name
+    drops = (mean[0, column] - mean[1:, column]).tolist()
+    assert words is not None
+    peak = max((abs(d) for d in drops), default=0.0)
+    out_words = normalise([{"word": w["word"], "score": d, "segment": w["segment"]}
+                           for w, d in zip(words, drops, strict=True)])
+    result = {"method": OCCLUSION, "target": name, "delta": None, "steps": 1, "words": out_words,
+              "probability": float(mean[0, column]), "peak": float(peak),
+              "group": max((w["group"] for w in words), default=1)}
+    if target is None and all(p is not None for p in predictions):
+        result["predictions"] = predictions
+    return result
+
+
+def _occlude_member(predictor: Any, model_input: dict[str, str], target: Any):
+    """(words, probabilities [1 + n_words, candidates], this member's prediction from row 0 or None)."""
+    spec = predictor.spec
+    encoding = predictor.encode([model_input], offsets=True)
+    offsets, seq_ids = encoding["offset_mapping"][0].tolist(), encoding.sequence_ids(0)
+    texts = predictor.segments(model_input)
+    words = word_groups(offsets, seq_ids, texts)
+    args = predictor.model_args(encoding)
+    protected: set[int] = set()
+    explained = None
+    if target is not None:
+        explained = spec.occlusion_target(target, predictor.labels, offsets, seq_ids)
+        protected = set(explained.protected)
+    mask_id = predictor.tokenizer.mask_token_id
+    pad_id = predictor.tokenizer.pad_token_id or 0
+    features = plan_features(words, protected, spec.occlusion_max_features(len(seq_ids)))
+    rows = [list(range(len(seq_ids)))]  # kept positions per row; row 0 keeps everything
+    replaced: list[set[int]] = [set()]
+    for feature in features:
+        tokens = {t for i in feature for t in words[i]["tokens"]}
+        if protected & tokens:  # the QA answer: masked in place (kept if the tokenizer has no [MASK])
+            rows.append(rows[0])
+            replaced.append(tokens if mask_id is not None else set())
+        else:
+            rows.append([t for t in rows[0] if t not in tokens])
+            replaced.append(set())
+    batch = _batch(args, rows, replaced, mask_id, pad_id)
+    with torch.inference_mode():
+        output = predictor.model(**batch)
+    prediction = None
+    if explained is None:  # classification without a target: all labels' probabilities, prediction from row 0
+        probs = torch.softmax(output.logits.float(), dim=-1)
+        prediction = spec.decode(encoding, type(output)(logits=output.logits[:1]), [model_input], predictor.labels)[0]
+    else:
+        probs = explained.probability(output, rows, seq_ids)
+    feature_of = {i: f for f, feature in enumerate(features) for i in feature}
+    for i, w in enumerate(words):
+        w["group"] = len(features[feature_of[i]])
+    # one row per word (a word of a group gets its group's row): the caller works word by word
+    probs = torch.cat([probs[:1], probs[1:][torch.tensor([feature_of[i] for i in range(len(words))], dtype=torch.long)]]) \
+        if words else probs[:1]
+    return words, probs, prediction
+
+
+def plan_features(words: list[dict[str, Any]], protected: set[int], budget: int) -> list[list[int]]:
+    """What occlusion deletes, row by row: one word per row while there are at most `budget` words; beyond
+    that (long QA passages) the question's words stay single and the passage's other words are deleted in
+    contiguous groups, never across the answer, so that the rows stay within the budget."""
+    if len(words) <= budget:
+        return [[i] for i in range(len(words))]
+    answer = [i for i, w in enumerate(words) if protected & set(w["tokens"])]
+    singles = [i for i, w in enumerate(words) if w["segment"] == 0 and i not in answer]
+    if len(singles) > budget * 3 // 4:  # a very long question: grouped as well, leaving rows for the passage
+        singles = []
+    rest = [i for i in range(len(words)) if i not in answer and i not in singles]
+    slots = max(budget - len(singles) - (1 if answer else 0), 1)
+    size = -(-len(rest) // slots)  # ceil
+    features: list[list[int]] = [[i] for i in singles] + ([answer] if answer else [])
+    run: list[int] = []
+    for i in rest:
+        breaks = run and (i != run[-1] + 1 or words[i]["segment"] != words[run[-1]]["segment"] or len(run) == size)
+        if breaks:
+            features.append(run)
+            run = []
+        run.append(i)
+    if run:
+        features.append(run)
+    return sorted(features, key=lambda f: f[0])
+
+
+def _batch(args: dict[str, torch.Tensor], rows: list[list[int]], replaced: list[set[int]], mask_id: int | None,
+           pad_id: int) -> dict[str, torch.Tensor]:
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=args["input_ids"].dtype)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    types = torch.zeros((len(rows), width), dtype=torch.long) if "token_type_ids" in args else None
+    source = args["input_ids"][0]
+    for r, (kept, masked) in enumerate(zip(rows, replaced, strict=True)):
+        index = torch.tensor(kept, dtype=torch.long)
+        row_ids = source[index].clone()
+        if masked:
+            for j, t in enumerate(kept):
+                if t in masked:
+                    row_ids[j] = mask_id
+        ids[r, :len(kept)] = row_ids
+        attention[r, :len(kept)] = 1
+        if types is not None:
+            types[r, :len(kept)] = args["token_type_ids"][0][index]
+    batch = {"input_ids": ids, "attention_mask": attention}
+    if types is not None:
+        batch["token_type_ids"] = types
+    return batch
+
+
+def word_groups(offsets: list[list[int]], seq_ids: list[int | None],
+                texts: tuple[str, str | None]) -> list[dict[str, Any]]:
+    """Whitespace-delimited words (sub-words and attached punctuation joined) with their token positions."""
+    words: list[dict[str, Any]] = []
+    last_end, last_seg = -1, None
+    for position, ((start, end), seg) in enumerate(zip(offsets, seq_ids, strict=True)):
+        if seg is None or end <= start:
+            continue
+        if seg == last_seg and start == last_end and words:
+            words[-1]["end"] = end
+            words[-1]["tokens"].append(position)
+        else:
+            words.append({"start": start, "end": end, "segment": seg, "tokens": [position]})
+        last_end, last_seg = end, seg
+    for w in words:
+        w["word"] = (texts[w["segment"]] or "")[w["start"]:w["end"]]
+    return words
+
+
+# -- gradient methods -------------------------------------------------------------------------------
+
+
+def _gradient_ensemble(predictors: Sequence[Any], model_input: dict[str, str], method: str,
+                       target: Any) -> dict[str, Any]:
+    return average_explanations([gradient(p, model_input, method, target) for p in predictors])
+
+
+def average_explanations(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """One explanation from several of the same input (one per member): word scores averaged, then scaled so
+    the largest |score| is 1; the worst convergence delta; the rest from the first. Occlusion results carry
+    their scale (`peak`), so their raw probability drops are averaged: the same map, exactly, as one
+    `occlusion` over all the members (the mean drop of the mean probability)."""
+    first = results[0]
+    out = {k: v for k, v in first.items() if k not in ("words", "end_words", "probability", "peak")}
+    out["delta"] = _worst([r.get("delta") for r in results])
+    raw = all(r.get("peak") is not None for r in results)
+    for key in ("words", "end_words"):
+        if key not in first:
+            continue
+        merged = [dict(w) for w in first[key]]
+        for i, w in enumerate(merged):
+            w["score"] = sum(r[key][i]["score"] * (r["peak"] if raw else 1.0)
+                             for r in results if len(r.get(key, [])) == len(merged)) / len(results)
+        if raw and key == "words":
+            out["peak"] = max((abs(w["score"]) for w in merged), default=0.0)
+        out[key] = normalise(merged)
+    if all(r.get("probability") is not None for r in results):
+        out["probability"] = sum(r["probability"] for r in results) / len(results)
+    return out
+
+
+def gradient(predictor: Any, model_input: dict[str, str], method: str, target: Any) -> dict[str, Any]:
+    """Attribute the logits that the predictor's head names for `target` (one word list per logit)."""
     encoding = predictor.encode([model_input], offsets=True)
     texts = predictor.segments(model_input)
     offsets, seq_ids = encoding["offset_mapping"][0].tolist(), encoding.sequence_ids(0)
     args = predictor.model_args(encoding)
     explained = predictor.spec.explained_logits(target, predictor.labels, offsets, seq_ids)
-    results = {key: attribute(predictor.model, args, pick, method) for key, pick in explained.logits.items()}
+    with predictor.lock:
+        results = {key: attribute(predictor.model, args, pick, method) for key, pick in explained.logits.items()}
     first = next(iter(results.values()))
     return {"method": method, "target": explained.name, "delta": _worst([r["delta"] for r in results.values()]),
             "steps": first["steps"], **{key: merge_words(r["scores"], offsets, seq_ids, texts) for key, r in results.items()}}

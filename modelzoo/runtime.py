@@ -102,11 +102,20 @@ class Predictor:
 
     # -- explanation ------------------------------------------------------------------------------
 
-    def explain(self, model_input: dict[str, str], method: str = "input_x_gradient", target: Any = None) -> dict[str, Any]:
-        """Word attributions for one input. `target`: what the head explains (a label, or {"start","end"}
-        character offsets for QA); by default the model's own prediction."""
+    def explain(self, model_input: dict[str, str], method: str = _explain.DEFAULT_METHOD,
+                target: Any = None) -> dict[str, Any]:
+        """Word attributions of this one model for one input (`explain.METHODS`; default word occlusion).
+        `target`: what the head explains (a label, or {"start","end"} character offsets for QA); by default
+        the model's own prediction. An ensemble's answer is explained by `explain_ensemble`."""
+        _explain.check_method(method)
         if target is None:
             target = self.spec.target_of(self.predict([model_input])[0])
         with self.lock:
             return _explain.explain(self, model_input, method, target)
+
+
+def explain_ensemble(predictors: list[Predictor], model_input: dict[str, str], method: str = _explain.DEFAULT_METHOD,
+                     target: Any = None) -> dict[str, Any]:
+    """Word attributions of the ensemble's answer over all its members (`explain.explain_ensemble`)."""
+    return _explain.explain_ensemble(predictors, model_input, method, target)
 

@@ -17,7 +17,7 @@ from django.db.models import Max
 from dynabench_site.errors import Conflict
 from modelzoo import data, training
 from modelzoo.aggregation import get_strategy
-from modelzoo.explain import FAST
+from modelzoo.explain import DEFAULT_METHOD, METHODS
 from modelzoo.heads import get_head
 from modelzoo.models import Ensemble, EnsembleMember, Evaluation, ModelVersion
 from modelzoo.runtime import ZOO_FILE, read_meta
@@ -117,32 +117,62 @@ def retire(version: ModelVersion) -> ModelVersion:
 # -- predictions ------------------------------------------------------------------------------------
 
 
-def explanation_method() -> str:
-    return getattr(settings, "MODEL_EXPLANATION_METHOD", FAST)
+def explanation_method(task=None) -> str:
+    """The task's explanation method (`explanation_method` in its settings), else
+    `settings.MODEL_EXPLANATION_METHOD`, else word occlusion."""
+    configured = getattr(getattr(task, "typed_config", None), "explanation_method", None) if task is not None else None
+    method = configured or getattr(settings, "MODEL_EXPLANATION_METHOD", DEFAULT_METHOD)
+    return method if method in METHODS else DEFAULT_METHOD
 
 
 def predict_for_round(round_, model_inputs: list[dict[str, str]], explain: bool = True,
                       method: str | None = None) -> list[RoundVerdict]:
-    """One verdict per input from the round's active ensemble. Raises BackendError (retryable when trying
-    again later can help; a round without a deployed ensemble is retryable too)."""
+    """One verdict per input from the round's active ensemble, with the explanation of the ensemble's answer
+    over all its members (`Backend.explain_ensemble`). Raises BackendError (retryable when trying again later
+    can help; a round without a deployed ensemble is retryable too).
+
+    With an explanation, the members' predictions come from the explanation's own forward batch when the
+    backend returns them (word occlusion of a classification: one batch per member for verdict and map)."""
     ensemble = active_ensemble(round_)
     if ensemble is None:
         raise BackendError(f"{round_} has no deployed model ensemble yet (run `manage.py demo_models` or "
                            f"deploy one); retry once it is deployed", retryable=True)
     members = [ModelRef.of(v) for v in ensemble.ordered_members()]
     backend = get_backend()
-    per_model = backend.predict(members, model_inputs)
     aggregate = get_strategy(ensemble.strategy)
+    method = method or explanation_method(round_.task)
+    if not explain:
+        per_model = backend.predict(members, model_inputs)
+        return [_verdict(members, [per_model[m][i] for m in range(len(members))], aggregate, None)
+                for i in range(len(model_inputs))]
     verdicts = []
-    for i, model_input in enumerate(model_inputs):
-        predictions = [per_model[m][i] for m in range(len(members))]
+    for model_input in model_inputs:
+        explanation = _explanation(backend, members, model_input, None, method)
+        predictions = explanation.pop("predictions", None) if explanation else None
+        if predictions is None or len(predictions) != len(members):
+            predictions = [per_input[0] for per_input in backend.predict(members, [model_input])]
         combined = aggregate(predictions)
-        explanation = _explanation(backend, members[0], model_input, combined, method) if explain else None
-        verdicts.append(RoundVerdict(
-            ensemble=combined, models=[_model_prediction(r, p) for r, p in zip(members, predictions, strict=True)],
-            model_versions=[r.id for r in members], explanation=explanation,
-        ))
+        target = get_head(members[0].head).target_of(combined)
+        if explanation is not None and not _explains(explanation, target):  # a non-default aggregation
+            explanation = _explanation(backend, members, model_input, target, method)
+        verdicts.append(_verdict(members, predictions, aggregate, explanation, combined))
     return verdicts
+
+
+def _verdict(members: list[ModelRef], predictions: list[dict[str, Any]], aggregate, explanation,
+             combined: dict[str, Any] | None = None) -> RoundVerdict:
+    return RoundVerdict(
+        ensemble=combined if combined is not None else aggregate(predictions),
+        models=[_model_prediction(r, p) for r, p in zip(members, predictions, strict=True)],
+        model_versions=[r.id for r in members], explanation=explanation,
+    )
+
+
+def _explains(explanation: dict[str, Any], target: Any) -> bool:
+    """Whether an explanation made without a target explained `target` (the aggregated answer)."""
+    if isinstance(target, dict):  # a QA span: the explanation says which one it explained
+        return explanation.get("span") == [target["start"], target["end"]]
+    return explanation.get("target") == target
 
 
 def _model_prediction(ref: ModelRef, prediction: dict[str, Any]) -> ModelPrediction:
@@ -150,19 +180,18 @@ def _model_prediction(ref: ModelRef, prediction: dict[str, Any]) -> ModelPredict
     return ModelPrediction(model_version=ref.id, name=ref.name, prediction=kept)
 
 
-def _explanation(backend, ref: ModelRef, model_input: dict[str, str], combined: dict[str, Any],
-                 method: str | None) -> dict[str, Any] | None:
-    """Explain the ensemble's answer with its first member. A model that cannot explain loses only the
-    explanation; a server that is down fails the verdict (the caller retries)."""
-    target = get_head(ref.head).target_of(combined)
+def _explanation(backend, members: list[ModelRef], model_input: dict[str, str], target: Any,
+                 method: str) -> dict[str, Any] | None:
+    """Explain the ensemble's answer (`target`, None: its own) over all members. Models that cannot explain
+    lose only the explanation; a server that is down fails the verdict (the caller retries)."""
     try:
-        result = backend.explain(ref, model_input, method or explanation_method(), target)
+        result = backend.explain_ensemble(members, model_input, method, target)
     except BackendError as exc:
         if exc.retryable:
             raise
-        log.warning("explanation failed for model %s: %s", ref.name, exc)
+        log.warning("explanation failed for ensemble %s: %s", ", ".join(r.name for r in members), exc)
         return None
-    return {**result, "model_version": ref.id}
+    return {**result, "model_versions": [r.id for r in members], "model_version": members[0].id}
 
 
 def predict_with(versions: Sequence[ModelVersion], model_inputs: list[dict[str, str]],

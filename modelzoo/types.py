@@ -38,12 +38,18 @@ class WordAttribution(TypedDict):
 
 
 class Explanation(TypedDict):
-    method: str  # e.g. "input_x_gradient" or "integrated_gradients"
-    model_version: int
-    target: str  # the label (or "start"/"end" for QA) that was explained
+    method: str  # "occlusion" (default), "input_x_gradient" or "integrated_gradients"
+    model_version: int  # the first member (kept for old readers); all of them: model_versions
+    model_versions: NotRequired[list[int]]
+    members: NotRequired[int]  # how many models the map covers (all the ensemble's)
+    legend: NotRequired[str]  # what the colours mean, the method and the number of models, for people
+    target: str  # the label explained; QA: "answer" (occlusion) or "start" (gradient methods)
     words: list[WordAttribution]
+    probability: NotRequired[float]  # occlusion: the ensemble's probability of the explained answer
+    peak: NotRequired[float]  # occlusion: the largest probability change one word makes (score x peak = drop)
+    span: NotRequired[list[int]]  # QA: the explained answer's [start, end) character offsets
     delta: NotRequired[float | None]  # IG convergence delta
-    end_words: NotRequired[list[WordAttribution]]  # QA: attributions for the end position
+    end_words: NotRequired[list[WordAttribution]]  # QA, gradient methods: attributions for the end position
 
 
 class RoundVerdict(TypedDict):

@@ -38,6 +38,8 @@ HELP = {
     "max_input_chars": "The longest text a writer may send in one field.",
     "sampling": "Which context a writer gets next.",
     "submission_rate": "Submissions per writer, e.g. 30/min.",
+    "explanation_method": "How the verdict's word map is made: occlusion (the drop in the models' confidence when a "
+                          "word is removed, over all models) or a gradient method (faster on long passages, less faithful).",
     "f1_threshold": "The model is fooled when its answer overlaps the writer's with a word-level F1 below this.",
     "max_answer_chars": "The longest answer span a writer may highlight.",
     "validation.scope": "Validate only the examples that fooled the model, or every example.",

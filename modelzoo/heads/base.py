@@ -3,7 +3,9 @@
 A spec is stateless; `modelzoo.heads.get_head(name)` returns the one instance. Who asks what:
 - training: `check_labels`, `config_overrides`, `auto_model`, `features`, `target_keys`;
 - prediction (runtime, in process and in TorchServe): `segments`, `truncation`, `needs_offsets`, `decode`;
-- explanations: `target_of` (what to explain for a prediction), `explained_logits` (which logits);
+- explanations: `target_of` (what to explain for a prediction), `ensemble_target` (the ensemble's answer from
+  its members' predictions), `occlusion_target` (the probability word occlusion explains, and the tokens it must
+  keep), `explained_logits` (which logits the gradient methods attribute);
 - the zoo's services: `default_max_length`, `default_strategy` (ensemble aggregation), `labelled`;
 - researchers' uploads: `architecture_suffix`, `labelled`; round seeding: `probabilities`; the demo:
   `small_data_epochs`.
@@ -39,6 +41,20 @@ class ExplainedLogits:
     logits: dict[str, Pick]
 
 
+# (model output of a perturbed batch, kept positions per row, the unperturbed input's segment ids)
+#   -> probabilities [rows, candidates]: one column per label (classification) or one for the answer (QA)
+RowProbability = Callable[[Any, list[list[int]], list[int | None]], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class OcclusionTarget:
+    """What word occlusion explains: `probability` of the answer in every perturbed row; `protected` token
+    positions are replaced by [MASK] rather than deleted (a QA answer span must survive its own occlusion)."""
+
+    probability: RowProbability
+    protected: frozenset[int] = frozenset()
+
+
 class HeadSpec(ABC):
     name: ClassVar[str]  # the registry name, stored in ModelVersion.head and zoo.json
     auto_model: ClassVar[Any]  # the transformers Auto class that builds and loads the model
@@ -51,6 +67,8 @@ class HeadSpec(ABC):
     target_keys: ClassVar[tuple[str, ...]]  # the model's loss keywords that `features` fill in
     truncation: ClassVar[bool | str] = True  # the tokenizer's truncation for (first, second) segments
     needs_offsets: ClassVar[bool] = False  # decoding needs the tokens' character offsets
+    occlusion_needs_target: ClassVar[bool] = False  # occlusion must know the answer before its forward batch
+    explained_name: ClassVar[str] = ""  # the explanation's "target" when it is not a label (QA: "answer")
 
     # -- training ---------------------------------------------------------------------------------
 
@@ -83,6 +101,21 @@ class HeadSpec(ABC):
     @abstractmethod
     def target_of(self, prediction: dict[str, Any]) -> Any:
         """The target that explains this prediction: its label, or its span's character offsets."""
+
+    def occlusion_max_features(self, n_tokens: int) -> int:
+        """How many rows word occlusion may run per member for an input of `n_tokens` tokens: one row per word
+        up to this many words; beyond it, words are deleted in groups (the cost bound). Default: no bound."""
+        return 512
+
+    @abstractmethod
+    def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> Any:
+        """The target of the ensemble's answer, from its members' predictions of one input (the head's
+        default aggregation: mean probabilities, best mean span)."""
+
+    @abstractmethod
+    def occlusion_target(self, target: Any, labels: Sequence[str], offsets: list[list[int]],
+                         seq_ids: list[int | None]) -> OcclusionTarget:
+        """What word occlusion of one tokenized input measures for `target`."""
 
     @abstractmethod
     def explained_logits(self, target: Any, labels: Sequence[str], offsets: list[list[int]],

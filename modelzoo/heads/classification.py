@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForSequenceClassification
 
-from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec
+from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTarget
 
 
 class ClassificationHead(HeadSpec):
@@ -49,6 +49,15 @@ class ClassificationHead(HeadSpec):
 
     def target_of(self, prediction: dict[str, Any]) -> str:
         return prediction["label"]
+
+    def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> str:
+        """The label with the highest mean probability (ties: the first label), as `mean_probs` aggregates."""
+        labels = list(predictions[0]["probs"])
+        return max(labels, key=lambda label: sum(p["probs"].get(label, 0.0) for p in predictions))
+
+    def occlusion_target(self, target: str, labels: Sequence[str], offsets: list[list[int]],
+                         seq_ids: list[int | None]) -> OcclusionTarget:
+        return OcclusionTarget(lambda output, rows, seq: torch.softmax(output.logits.float(), dim=-1))
 
     def explained_logits(self, target: str, labels: Sequence[str], offsets: list[list[int]],
                          seq_ids: list[int | None]) -> ExplainedLogits:

@@ -1,7 +1,9 @@
 """Extractive QA: the answer is a span of the passage, found by start and end logits over its tokens.
 
 Model input: {"question": ..., "context": the passage}; target and prediction: {"text", "start"} character
-offsets into the passage (predictions also carry "end", "score" and their `candidates`).
+offsets into the passage (predictions also carry "end", "score" and their `candidates`). A span's score is its
+probability among all valid spans of the passage (start <= end, at most MAX_ANSWER_TOKENS tokens): the softmax
+of start logit + end logit over those spans, so a member's scores sum to at most 1 and read as a confidence.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from typing import Any
 import torch
 from transformers import AutoModelForQuestionAnswering
 
-from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec
+from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTarget
 
 MAX_ANSWER_TOKENS = 30
 N_BEST = 10
+OCCLUSION_TOKENS = 4096  # rows x tokens per member that word occlusion may run
 
 
 class QAHead(HeadSpec):
@@ -30,6 +33,8 @@ class QAHead(HeadSpec):
     small_data_epochs = 3  # the slow head (long inputs): fewer epochs keep the demo affordable
     truncation = "only_second"  # never cut the question; cut the passage
     needs_offsets = True
+    occlusion_needs_target = True  # the answer's tokens are masked, not deleted
+    explained_name = "answer"
 
     def features(self, tokenizer: Any, examples: Sequence[Example], labels: Sequence[str],
                  max_length: int) -> list[dict[str, Any]]:
@@ -58,6 +63,36 @@ class QAHead(HeadSpec):
     def target_of(self, prediction: dict[str, Any]) -> dict[str, int]:
         return {"start": prediction["start"], "end": prediction["end"]}
 
+    def occlusion_max_features(self, n_tokens: int) -> int:
+        """A budget of OCCLUSION_TOKENS tokens per member (16 rows of a 256-token input, which cost ~0.05-0.3 s
+        each on one CPU thread, idle / loaded): short passages go word by word, long ones in groups."""
+        return max(8, OCCLUSION_TOKENS // max(n_tokens, 1))
+
+    def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> dict[str, int]:
+        """The span (character offsets) with the best mean score over members, as `best_mean_span` picks it."""
+        totals: dict[tuple[int, int], float] = {}
+        for prediction in predictions:
+            for c in prediction.get("candidates") or [prediction]:
+                totals[(c["start"], c["end"])] = totals.get((c["start"], c["end"]), 0.0) + c["score"]
+        (start, end), _ = max(totals.items(), key=lambda item: (item[1], -item[0][0]))
+        return {"start": start, "end": end}
+
+    def occlusion_target(self, target: dict[str, int], labels: Sequence[str], offsets: list[list[int]],
+                         seq_ids: list[int | None]) -> OcclusionTarget:
+        start_tok, end_tok = char_span_to_tokens(offsets, seq_ids, target["start"], target["end"])
+
+        def probability(output: Any, rows: list[list[int]], seq: list[int | None]) -> torch.Tensor:
+            values = []
+            for r, kept in enumerate(rows):
+                passage = [i for i, t in enumerate(kept) if seq[t] == 1]
+                where = {t: i for i, t in enumerate(kept)}
+                log_p = span_log_probability(output.start_logits[r], output.end_logits[r], passage,
+                                             where[start_tok], where[end_tok])
+                values.append(log_p.exp())
+            return torch.stack(values)[:, None]
+
+        return OcclusionTarget(probability, frozenset(range(start_tok, end_tok + 1)))
+
     def explained_logits(self, target: dict[str, int], labels: Sequence[str], offsets: list[list[int]],
                          seq_ids: list[int | None]) -> ExplainedLogits:
         start_tok, end_tok = char_span_to_tokens(offsets, seq_ids, target["start"], target["end"])
@@ -76,25 +111,43 @@ def _span(encoding: Any, output: Any, row: int, model_input: dict[str, str]) -> 
 
 def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor, sequence_ids: list[int | None],
                offsets: list[list[int]], context: str, n_best: int = N_BEST) -> list[dict[str, Any]]:
-    """Top spans inside the passage, scored p(start) * p(end) over passage tokens."""
+    """Top spans inside the passage, scored by their probability among all valid spans (`valid_span_scores`)."""
     passage = [i for i, s in enumerate(sequence_ids) if s == 1]
     if not passage:
         return []
-    index = torch.tensor(passage)
-    log_start = torch.log_softmax(start_logits.float()[index], dim=0)
-    log_end = torch.log_softmax(end_logits.float()[index], dim=0)
+    scores, valid = valid_span_scores(start_logits, end_logits, passage)
+    log_z = torch.logsumexp(scores[valid], dim=0)
     k = min(20, len(passage))
+    index = torch.tensor(passage)
     spans = []
-    for si in torch.topk(log_start, k).indices.tolist():
-        for ei in torch.topk(log_end, k).indices.tolist():
-            if si <= ei < si + MAX_ANSWER_TOKENS:
-                spans.append((float(log_start[si] + log_end[ei]), passage[si], passage[ei]))
+    for si in torch.topk(start_logits.float()[index], k).indices.tolist():
+        for ei in torch.topk(end_logits.float()[index], k).indices.tolist():
+            if valid[si, ei]:
+                spans.append((float(scores[si, ei] - log_z), passage[si], passage[ei]))
     spans.sort(reverse=True)
     out = []
     for logp, s, e in spans[:n_best]:
         start, end = offsets[s][0], offsets[e][1]
         out.append({"text": context[start:end], "start": start, "end": end, "score": float(torch.exp(torch.tensor(logp)))})
     return out
+
+
+def valid_span_scores(start_logits: torch.Tensor, end_logits: torch.Tensor,
+                      passage: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """start + end logits of every (start, end) pair of passage tokens, and which pairs are valid spans."""
+    index = torch.tensor(passage, dtype=torch.long)
+    scores = start_logits.float()[index][:, None] + end_logits.float()[index][None, :]
+    n = len(passage)
+    offset = torch.arange(n)[None, :] - torch.arange(n)[:, None]  # end - start, in passage tokens
+    return scores, (offset >= 0) & (offset < MAX_ANSWER_TOKENS)
+
+
+def span_log_probability(start_logits: torch.Tensor, end_logits: torch.Tensor, passage: list[int],
+                         start: int, end: int) -> torch.Tensor:
+    """log p(span start..end) among the valid spans of the passage (positions are token indices)."""
+    scores, valid = valid_span_scores(start_logits, end_logits, passage)
+    i, j = passage.index(start), passage.index(end)
+    return scores[i, j] - torch.logsumexp(scores[valid], dim=0)
 
 
 def char_span_to_tokens(offsets: list[list[int]], seq_ids: list[int | None], start: int, end: int) -> tuple[int, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from modelzoo.runtime import Predictor
+from modelzoo.runtime import Predictor, explain_ensemble
 from modelzoo.serving.base import Backend, BackendError, ModelRef
 
 
@@ -41,16 +41,26 @@ class InProcessBackend(Backend):
     def explain(self, model: ModelRef, model_input: dict[str, str], method: str, target: Any = None) -> dict[str, Any]:
         return self._call(model, lambda p: p.explain(model_input, method, target))
 
-    def _call(self, ref: ModelRef, action: Any) -> Any:
+    def explain_ensemble(self, models: list[ModelRef], model_input: dict[str, str], method: str,
+                         target: Any = None) -> dict[str, Any]:
+        """One forward batch per member (occlusion) over the loaded members: `explain.explain_ensemble`."""
+        if not models:
+            raise BackendError("an ensemble explanation needs at least one model", retryable=False)
+        predictors = [self.predictor(ref) for ref in models]
+        return self._call(models[0], lambda _: explain_ensemble(predictors, model_input, method, target),
+                          name=", ".join(ref.name for ref in models))
+
+    def _call(self, ref: ModelRef, action: Any, name: str | None = None) -> Any:
         predictor = self.predictor(ref)
+        name = name or ref.name
         try:
             return action(predictor)
         except (KeyError, ValueError, TypeError) as exc:
-            raise BackendError(f"model {ref.name} cannot take this input: {exc}", retryable=False) from exc
+            raise BackendError(f"model {name} cannot take this input: {exc}", retryable=False) from exc
         except BackendError:
             raise
         except Exception as exc:  # callers handle one error type; a model that crashes will crash again
-            raise BackendError(f"model {ref.name} failed: {type(exc).__name__}: {exc}", retryable=False) from exc
+            raise BackendError(f"model {name} failed: {type(exc).__name__}: {exc}", retryable=False) from exc
 
     def prepare(self, models: list[ModelRef]) -> None:
         for ref in models:

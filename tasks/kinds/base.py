@@ -137,6 +137,9 @@ class TaskConfig(_Strict):
     max_input_chars: int = Field(500, ge=1, le=20000)
     sampling: Literal["least_used", "hardness_first", "uniform"] = "hardness_first"
     submission_rate: str = "30/min"
+    # How the verdict's word map is made (modelzoo.explain): word occlusion over the ensemble (faithful by
+    # construction), or the gradient methods input x gradient / integrated gradients.
+    explanation_method: Literal["occlusion", "input_x_gradient", "integrated_gradients"] = "occlusion"
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
     splits: SplitSettings = Field(default_factory=SplitSettings)
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)

@@ -40,14 +40,17 @@ def test_a_labelled_head_predicts_its_labels_with_probabilities(tmp_path):
     assert spec.target_of(prediction) == prediction["label"]
 
 
-def test_a_span_head_answers_with_a_span_of_the_passage_and_explains_its_start_and_end(tmp_path):
+def test_a_span_head_answers_with_a_span_of_the_passage_and_explains_it(tmp_path):
     spec = get_head("qa")
     predictor = Predictor.load(tiny_artifact(tmp_path / "q", "qa"))
     model_input = {"question": "When was it completed?", "context": PASSAGE}
     [prediction] = predictor.predict([model_input])
     assert PASSAGE[prediction["start"]:prediction["end"]] == prediction["text"]
-    explanation = predictor.explain(model_input, target=spec.target_of(prediction))
-    assert explanation["target"] == "start" and explanation["words"] and explanation["end_words"]
+    explanation = predictor.explain(model_input, target=spec.target_of(prediction))  # occlusion: the span's probability
+    assert explanation["target"] == "answer" and explanation["words"]
+    assert explanation["probability"] == pytest.approx(prediction["score"], rel=1e-4)
+    gradient = predictor.explain(model_input, "input_x_gradient", target=spec.target_of(prediction))
+    assert gradient["target"] == "start" and gradient["words"] and gradient["end_words"]
 
 
 def test_a_span_answer_cut_off_by_the_max_length_trains_towards_the_cls_token():

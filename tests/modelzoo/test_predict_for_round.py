@@ -22,7 +22,24 @@ def test_classification_verdict_keeps_every_member_prediction_and_explains(open_
     assert [m["model_version"] for m in verdict["models"]] == [v.pk for v in ensemble.ordered_members()]
     assert verdict["model_versions"] == [v.pk for v in ensemble.ordered_members()]
     explanation = verdict["explanation"]
-    assert explanation["method"] == "input_x_gradient"
+    assert explanation["method"] == "occlusion"  # the default: word occlusion over the whole ensemble
+    assert explanation["members"] == 2 and explanation["model_versions"] == verdict["model_versions"]
+    assert explanation["target"] == verdict["ensemble"]["label"]
+    assert explanation["probability"] == pytest.approx(verdict["ensemble"]["probs"][verdict["ensemble"]["label"]], abs=1e-5)
+    assert "word occlusion over 2 models" in explanation["legend"]
+    assert "predictions" not in explanation  # the members' predictions are the verdict's, not stored twice
+    assert [w["word"] for w in explanation["words"]] == ["What", "a", "lovely,", "bright", "day"]
+
+
+@pytest.mark.parametrize("method", ["input_x_gradient", "integrated_gradients"])
+def test_a_task_can_choose_a_gradient_method_for_its_explanations(open_round, method):
+    task = open_round.task
+    task.config = {**task.config, "explanation_method": method}
+    task.save()
+    deploy_tiny_ensemble(open_round, members=2)
+    [verdict] = services.predict_for_round(open_round, [{"text": "What a lovely, bright day"}])
+    explanation = verdict["explanation"]
+    assert explanation["method"] == method and explanation["members"] == 2
     assert explanation["target"] == verdict["ensemble"]["label"]
     assert [w["word"] for w in explanation["words"]] == ["What", "a", "lovely,", "bright", "day"]
 
@@ -41,7 +58,27 @@ def test_qa_verdict_is_a_span_of_the_passage_with_start_and_end_attributions(qa_
     span = verdict["ensemble"]
     assert passage[span["start"]:span["end"]] == span["text"]
     assert all("candidates" not in m["prediction"] for m in verdict["models"])
+    assert 0.0 < span["score"] <= 1.0  # the mean over members of the span's probability among valid spans
     explanation = verdict["explanation"]
-    assert explanation["target"] == "start"
-    assert len(explanation["words"]) == len(explanation["end_words"])
+    assert explanation["target"] == "answer" and explanation["span"] == [span["start"], span["end"]]
+    assert explanation["members"] == 2
     assert {w["segment"] for w in explanation["words"]} == {0, 1}
+    question_words = [w["word"] for w in explanation["words"] if w["segment"] == 0]
+    assert question_words == ["When", "was", "it", "completed?"]
+
+
+def test_a_classification_verdict_and_its_map_take_one_forward_batch_per_member(open_round):
+    from modelzoo.serving import ModelRef, get_backend
+
+    ensemble = deploy_tiny_ensemble(open_round, members=3)
+    predictors = [get_backend().predictor(ModelRef.of(v)) for v in ensemble.ordered_members()]
+    rows: list[list[int]] = [[] for _ in predictors]
+    hooks = [p.model.register_forward_hook(lambda m, a, kw, out, i=i: rows[i].append(kw["input_ids"].shape[0]),
+                                           with_kwargs=True) for i, p in enumerate(predictors)]
+    try:
+        [verdict] = services.predict_for_round(open_round, [{"text": "What a lovely, bright day"}])
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert rows == [[6], [6], [6]]  # per member one batch: the sentence and the sentence without each of its 5 words
+    assert verdict["explanation"]["members"] == 3 and len(verdict["models"]) == 3

@@ -210,17 +210,34 @@
     $("verdict-state").textContent = "Scoring your example…";
     $("verdict-body").hidden = true;
     $("verdict-actions").hidden = true;
+    markModelAnswer(null);
     $("verdict").scrollIntoView({ block: "nearest" });
   }
 
   // --- verdict -----------------------------------------------------------------------------------
+  // A QA answer's score is its probability among all valid spans of the passage (mean over the models).
   function predictionText(prediction) {
     if (!prediction) return "—";
     if ("label" in prediction) {
       const p = prediction.probs && prediction.probs[prediction.label];
       return p === undefined ? prediction.label : `${prediction.label} (${pct(p)})`;
     }
-    return `“${prediction.text}”` + (prediction.score !== undefined ? ` (score ${Number(prediction.score).toFixed(2)})` : "");
+    return `“${prediction.text}”` + (prediction.score !== undefined ? ` (confidence ${pct(Number(prediction.score))})` : "");
+  }
+
+  // The ensemble's QA answer, marked where it stands in the passage (the passage text itself is unchanged).
+  function markModelAnswer(prediction) {
+    const passage = passageEl();
+    if (!passage) return;
+    const text = passage.textContent;
+    passage.textContent = text;
+    if (!prediction || prediction.start === undefined || prediction.end === undefined) return;
+    const start = Number(prediction.start), end = Number(prediction.end);
+    if (!(start >= 0 && end > start && end <= text.length)) return;
+    const mark = el("mark", { class: "model-answer", id: "model-answer",
+      title: `The models' answer${prediction.score !== undefined ? ` (confidence ${pct(Number(prediction.score))})` : ""}` },
+    text.slice(start, end));
+    passage.replaceChildren(text.slice(0, start), mark, text.slice(end));
   }
 
   function renderEnsemble(prediction) {
@@ -245,26 +262,38 @@
     });
   }
 
+  // Green: evidence for the models' answer (removing the word lowers their confidence); red: evidence against.
   function heatColor(score) {
-    const a = Math.min(Math.abs(score), 1) * 0.8;
-    return score >= 0 ? `rgba(214, 39, 40, ${a})` : `rgba(31, 119, 180, ${a})`;
+    const a = Math.min(Math.abs(score), 1) * 0.75;
+    return score >= 0 ? `rgba(44, 160, 44, ${a})` : `rgba(214, 39, 40, ${a})`;
   }
 
-  function renderHeatmap(explanation) {
+  const METHOD_NAMES = { occlusion: "word occlusion", input_x_gradient: "input × gradient", integrated_gradients: "integrated gradients" };
+
+  function renderHeatmap(explanation, prediction) {
     const box = $("heatmap");
     box.replaceChildren();
     if (!explanation || !explanation.words || !explanation.words.length) {
+      $("heatmap-legend").textContent = "";
       box.append(el("p", { class: "lead" }, "No explanation for this verdict."));
       return;
     }
+    // The legend comes with the explanation (it names the answer, the method and the number of models).
+    const answer = prediction && "label" in prediction ? `“${prediction.label}”` : "the answer";
+    $("heatmap-legend").textContent = explanation.legend
+      || `Green words speak for ${answer}, red words against it (method: ${METHOD_NAMES[explanation.method] || explanation.method}).`;
     let segment = explanation.words[0].segment ?? 0;
     explanation.words.forEach((w) => {
       if ((w.segment ?? 0) !== segment) { segment = w.segment; box.append(el("span", { class: "hm-sep" }, "‖")); }
-      const span = el("span", { class: "hm-word", title: `${w.word}: ${Number(w.score).toFixed(3)}`, "data-score": w.score }, w.word);
-      span.style.backgroundColor = heatColor(Number(w.score));
+      const score = Number(w.score);
+      const span = el("span", { class: "hm-word", title: `${w.word}: ${score >= 0 ? "+" : ""}${score.toFixed(2)}`, "data-score": w.score }, w.word);
+      span.style.backgroundColor = heatColor(score);
       box.append(span, " ");
     });
-    box.append(el("p", { class: "lead hm-method" }, `method: ${explanation.method}`));
+    const models = explanation.members ? ` over ${explanation.members} model${explanation.members === 1 ? "" : "s"}` : "";
+    box.append(el("p", { class: "lead hm-method", id: "heatmap-method" },
+      `Method: ${METHOD_NAMES[explanation.method] || explanation.method}${models}. `,
+      el("span", { class: "hm-key hm-key-for" }, "for"), " ", el("span", { class: "hm-key hm-key-against" }, "against")));
   }
 
   function showVerdict(example, sandbox) {
@@ -296,7 +325,8 @@
       stateText.classList.add(example.fooled ? "fooled" : "not-fooled");
       renderEnsemble(example.ensemble_prediction);
       renderModels(example.model_predictions);
-      renderHeatmap(example.explanation);
+      renderHeatmap(example.explanation, example.ensemble_prediction);
+      if (cfg.answer_is_span) markModelAnswer(example.ensemble_prediction);
       $("verdict-body").hidden = false;
     }
     $("verdict").scrollIntoView({ block: "nearest" });
