@@ -287,7 +287,7 @@ TORCHSERVE_BATCH_SIZE = env_int("TORCHSERVE_BATCH_SIZE", 8, minimum=1)
 TORCHSERVE_MAX_BATCH_DELAY_MS = env_int("TORCHSERVE_MAX_BATCH_DELAY_MS", 5, minimum=0)
 TORCHSERVE_WORKERS = env_int("TORCHSERVE_WORKERS", 1, minimum=1)
 MODEL_EXPLANATION_METHOD = env_choice(
-    "MODEL_EXPLANATION_METHOD", "input_x_gradient", ["input_x_gradient", "integrated_gradients"]
+    "MODEL_EXPLANATION_METHOD", "occlusion", ["occlusion", "input_x_gradient", "integrated_gradients"]
 )
 
 # Where long jobs run (dynabench_site.jobs): "" = Celery with a broker, a subprocess without.
