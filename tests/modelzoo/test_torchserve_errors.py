@@ -80,3 +80,29 @@ def test_a_malformed_answer_is_not_retryable(failing_server):
 def test_ping_on_a_down_server_is_false_not_an_exception():
     url = f"http://127.0.0.1:{closed_port()}"
     assert TorchServeClient(url, url).ping() is False
+
+
+def test_a_model_torchserve_does_not_know_is_a_retryable_error_and_is_not_registered(failing_server):
+    state, client = failing_server
+    state["status"], state["body"] = 200, {"models": [{"modelName": "other-ens-7-8", "modelUrl": "other-ens-7-8"}]}
+    backend = TorchServeBackend(client, Path("/nonexistent"))
+    with pytest.raises(TorchServeError) as err:
+        backend.predict([REF], [{"text": "hello"}])
+    assert err.value.retryable
+    assert "torchserve_register" in str(err.value)
+
+
+def test_deploying_while_torchserve_is_down_leaves_registration_to_its_start(caplog):
+    url = f"http://127.0.0.1:{closed_port()}"
+    backend = TorchServeBackend(TorchServeClient(url, url, timeout=2), Path("/nonexistent"))
+    backend.prepare([REF])  # no exception: `manage.py torchserve_register` registers it when TorchServe starts
+    assert "will be registered when it starts" in caplog.text
+
+
+def test_ensemble_names_carry_the_task_and_the_member_ids_in_order():
+    from modelzoo.serving.torchserve import ensemble_ids, ensemble_name
+
+    refs = [ModelRef(i, f"m{i}", f"hate-speech-v{i}", "classification", Path("/x")) for i in (12, 4, 9)]
+    assert ensemble_name(refs) == "hate-speech-ens-12-4-9"
+    assert ensemble_ids("hate-speech-ens-12-4-9") == [12, 4, 9]
+    assert ensemble_ids("sentiment-v3") is None
