@@ -161,6 +161,9 @@ def seed_queue(task, round_, n: int) -> None:
                 target="positive", scoring_state=Example.Scoring.SCORED, fooled=bool(i % 2),
                 ensemble_prediction={"label": "negative" if i % 2 else "positive", "probs": {}})
         for i in range(n)])
+    from validation.queue import sync_queue
+
+    sync_queue(task)  # bulk_create sends no post_save: give the seeded examples their queue rows
 
 
 def forward_limit(versions, seconds: float, batch: int = 32) -> dict:
@@ -357,6 +360,7 @@ def main() -> None:
     args = parser.parse_args()
     if not shutil.which("redis-server") or not (BIN / "locust").exists():
         sys.exit("bench_load needs redis-server and locust (pip install -r requirements.txt)")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop what was started (the finally blocks)
     workdir = Path(tempfile.mkdtemp(prefix="bench-load-"))
     try:
         results = run(workdir, args)
