@@ -1,7 +1,8 @@
 """Load test of the production path: N annotators and M validators (locust, headless) for a fixed time.
 
     nice -n 10 .venv/bin/python bench/bench_load.py [--annotators 20] [--validators 4] [--seconds 60]
-        [--think 0 3] [--task sentiment] [--web-workers 3] [--worker-concurrency 2] [--tiny] [--out FILE]
+        [--think 0 3] [--task sentiment] [--web-workers 3] [--web-threads 1] [--worker-concurrency 2] [--tiny]
+        [--out FILE]
 
 Starts everything it needs itself, on free ports, and stops it at the end (works on a bare checkout):
 PostgreSQL database `h_serving_load` (dropped and re-created on BENCH_PG_URL, default the local server), its own
@@ -269,7 +270,8 @@ def run(workdir: Path, args) -> dict:
                                         "--concurrency", str(args.worker_concurrency), "-Q", "dynabench",
                                         "-n", f"load-{web}@%h", "--without-gossip", "--without-mingle"])
                 stack.launch("web", [str(BIN / "gunicorn"), "dynabench_site.wsgi", "-b", f"127.0.0.1:{web}",
-                                     "-w", str(args.web_workers), "--timeout", "60"])
+                                     "-w", str(args.web_workers), "--timeout", "60",
+                                     *(["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else [])])
                 host = f"http://127.0.0.1:{web}"
                 wait_for("gunicorn", lambda: http_ok(f"{host}/api/tasks/"), 90)
                 time.sleep(3)  # the Celery worker connects
@@ -316,12 +318,12 @@ def report(r: dict, args) -> str:
 
 Command: `nice -n 10 .venv/bin/python bench/bench_load.py --annotators {args.annotators} --validators {args.validators} \
 --seconds {args.seconds:g} --think {' '.join(f'{t:g}' for t in args.think)} --web-workers {args.web_workers} \
---worker-concurrency {args.worker_concurrency}{' --tiny' if args.tiny else ''}`
+--web-threads {args.web_threads} --worker-concurrency {args.worker_concurrency}{' --tiny' if args.tiny else ''}`
 
 Machine: {os.cpu_count()} CPUs (nproc), {mem_gb:.0f} GiB RAM, {platform.machine()}, Python {platform.python_version()};
 shared with other work: load average {r['load_before']} before, {r['load_after']} after. Everything below ran on
 this one machine: PostgreSQL, a Redis started by the bench, TorchServe (one worker holding the 3-member
-ensemble), gunicorn ({args.web_workers} sync workers, DEBUG=false), one Celery worker (concurrency
+ensemble), gunicorn ({args.web_workers} {'sync workers' if args.web_threads <= 1 else f'gthread workers x {args.web_threads} threads'}, DEBUG=false), one Celery worker (concurrency
 {args.worker_concurrency}), and locust itself. Models: {encoder}, 3 members, task `{args.task}`.
 
 Batched-forward limit of the same ensemble (TorchServe backend `predict`, 3 members, batches of
@@ -352,6 +354,7 @@ def main() -> None:
     parser.add_argument("--think", type=float, nargs="+", default=[0.0], help="pause between actions, one phase each")
     parser.add_argument("--task", default="sentiment", help="a demo task (classification)")
     parser.add_argument("--web-workers", type=int, default=3)
+    parser.add_argument("--web-threads", type=int, default=1, help="> 1: gunicorn gthread workers with this many threads")
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--forward-seconds", type=float, default=10)
     parser.add_argument("--tiny", action="store_true", help="a tiny random encoder instead of the real one")

@@ -45,6 +45,7 @@ class ZooHandler(BaseHandler):
         from modelzoo.runtime import Predictor, configure_threads, load_model, read_meta
 
         configure_threads()  # ZOO_TORCH_THREADS, default 1: parallelism comes from members and workers
+        _limit_malloc_arenas()
         self.explain_module = zoo_explain
         listing = _members(Path(model_dir))
         tokenizers: dict[str, Any] = {}
@@ -166,6 +167,17 @@ class ZooHandler(BaseHandler):
     def _error(self, index: int, status: int, message: str) -> dict[str, str]:
         self.context.set_response_status(code=status, phrase=message[:200], idx=index)
         return {"error": message}
+
+
+def _limit_malloc_arenas(arenas: int = 2) -> None:
+    """At most `arenas` glibc malloc arenas in this worker (what MALLOC_ARENA_MAX=2 does, whoever started
+    TorchServe): the member threads would otherwise each keep an arena of freed memory."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
 
 
 def _members(model_dir: Path) -> list[dict[str, Any]]:
