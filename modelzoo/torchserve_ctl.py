@@ -66,8 +66,8 @@ class LocalTorchServe:
     def env(self) -> dict[str, str]:
         tmp = self.workdir / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
-        # MALLOC_ARENA_MAX: a worker runs its members in threads; glibc's per-thread arenas would keep
-        # hundreds of MB of freed memory per worker.
+        # MALLOC_ARENA_MAX: a worker runs its members in threads, and each glibc arena keeps freed memory
+        # (the handler also sets it with mallopt, whoever starts TorchServe).
         return {"MALLOC_ARENA_MAX": "2", **os.environ, "TMPDIR": str(tmp), "LOG_LOCATION": str(self.workdir / "logs"),
                 "METRICS_LOCATION": str(self.workdir / "logs"), "TS_CONFIG_FILE": str(self.workdir / "config.properties")}
 
