@@ -12,7 +12,8 @@ scripts/serve_prod.sh does. The demo tasks are loaded (`manage.py load_demo`); t
 3-member ensemble of the real encoder (all-MiniLM-L6-v2 with a fresh head: the compute and memory of the
 demo's fine-tuned members; `--tiny` for a tiny random encoder), registered eagerly (`deploy_ensemble`, then
 `manage.py torchserve_register` as at TorchServe start). 200 examples by a seed writer fill the validation
-queue. Rate limits are raised so that they do not cap the load (SUBMISSION_RATE, VOTE_RATE).
+queue. Rate limits are raised so that they do not cap the load (the task's `submission_rate`,
+SUBMISSION_RATE, VOTE_RATE).
 
 Then, in the same run:
   1. the batched-forward limit of the ensemble: examples/s of the TorchServe backend's `predict` for the
@@ -249,6 +250,8 @@ def run(workdir: Path, args) -> dict:
 
         call_command("load_demo", stdout=io.StringIO())
         task = Task.objects.get(slug=args.task)
+        task.config = {**task.config, "submission_rate": "100000/min"}  # the task's own per-writer limit (30/min)
+        task.save(update_fields=["config"])
         round_ = task.current_round
         with open("/tmp/torchserve.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
