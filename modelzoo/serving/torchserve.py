@@ -238,7 +238,7 @@ class TorchServeBackend(Backend):
         with self._routes_lock:
             if key in self._routes:
                 return self._routes[key]
-        found = self._find(models, self.client.models())
+        found = self.find_model(models, self.client.models())
         if found is None:
             raise self._not_registered(models)
         with self._routes_lock:
@@ -246,7 +246,9 @@ class TorchServeBackend(Backend):
         return found
 
     @staticmethod
-    def _find(models: list[ModelRef], registered: list[str]) -> tuple[str, list[int] | None] | None:
+    def find_model(models: list[ModelRef], registered: list[str]) -> tuple[str, list[int] | None] | None:
+        """Which of the `registered` TorchServe models serves `models` (and which of its members), or None.
+        Health checks use it with `client.models()`."""
         exact = ensemble_name(models)
         if exact in registered:
             return exact, None
@@ -289,7 +291,7 @@ class TorchServeBackend(Backend):
         if not models:
             raise TorchServeError("an ensemble needs at least one model", retryable=False)
         registered = self.client.models()
-        found = self._find(models, registered)
+        found = self.find_model(models, registered)
         name = found[0] if found and (not exact or found[1] is None) else ensemble_name(models)
         if name not in registered:
             archive = build_ensemble_archive([(m.id, m.name, m.path) for m in models], name, self.archive_dir)
