@@ -16,6 +16,7 @@ import logging
 import re
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +197,7 @@ class TorchServeBackend(Backend):
         self.batch_size, self.max_batch_delay_ms, self.workers = batch_size, max_batch_delay_ms, workers
         self._routes: dict[tuple[int, ...], tuple[str, list[int] | None]] = {}
         self._routes_lock = threading.Lock()
+        self._fanout: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_settings(cls) -> TorchServeBackend:
@@ -210,7 +212,21 @@ class TorchServeBackend(Backend):
     # -- serving (never registers) ------------------------------------------------------------------
 
     def predict(self, models: list[ModelRef], inputs: list[dict[str, str]]) -> list[list[dict[str, Any]]]:
-        return self._routed(models, lambda name, members: self.client.predict_members(name, inputs, members))
+        try:
+            return self._routed(models, lambda name, members: self.client.predict_members(name, inputs, members))
+        except TorchServeError as exc:
+            if exc.status != 404 or len(models) == 1:
+                raise
+        # No one TorchServe model holds them all (e.g. the round pipeline's new members, each registered alone
+        # by the evaluation, before their ensemble is deployed): ask the models that hold each, in parallel.
+        futures = [self._pool().submit(self.predict, [m], inputs) for m in models]
+        return [f.result()[0] for f in futures]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._routes_lock:
+            if self._fanout is None:
+                self._fanout = ThreadPoolExecutor(max_workers=8, thread_name_prefix="torchserve")
+            return self._fanout
 
     def explain(self, model: ModelRef, model_input: dict[str, str], method: str, target: Any = None) -> dict[str, Any]:
         return self._routed([model], lambda name, members: self.client.explain(

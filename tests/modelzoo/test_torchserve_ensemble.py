@@ -146,3 +146,18 @@ def test_a_deployed_ensemble_is_registered_when_the_signal_says_so(ts_settings, 
     assert name in torchserve.client().models()
     workers = [w for d in torchserve.client().describe(name) for w in d["workers"]]
     assert [w["status"] for w in workers] == ["READY"]
+
+
+def test_members_registered_apart_are_asked_apart_and_nothing_is_registered(torchserve, members):
+    """The round pipeline evaluates its new members one by one (each registered alone) and seeds with them
+    before their ensemble is deployed: predictions come from the models that hold each member."""
+    backend, client = backend_for(torchserve), torchserve.client()
+    apart = [ModelRef(200 + i, f"apart-{i}", f"apart-v{i}", m.head, m.path) for i, m in enumerate(members[:2])]
+    for ref in apart:
+        backend.prepare([ref])
+    before = sorted(client.models())
+    assert ensemble_name(apart) not in before
+    remote = backend.predict(apart, TEXTS)
+    local = InProcessBackend().predict(apart, TEXTS)
+    assert [[p["label"] for p in m] for m in remote] == [[p["label"] for p in m] for m in local]
+    assert sorted(client.models()) == before  # serving registered nothing
