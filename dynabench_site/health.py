@@ -148,9 +148,10 @@ def check_models() -> dict[str, Any]:
     ensembles = deployed_ensembles()
     if backend != "torchserve":
         return {"status": OK, "backend": backend, "ensembles": ensembles}
-    from modelzoo.serving.torchserve import TorchServeClient
+    from modelzoo.serving.torchserve import TorchServeBackend, TorchServeClient
 
-    client = TorchServeClient(settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL, timeout=2.0)
+    client = TorchServeClient(settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL, timeout=2.0,
+                              key_file=settings.TORCHSERVE_KEY_FILE)
     if not client.ping():
         return {"status": DOWN, "backend": backend, "error": f"TorchServe does not answer at {settings.TORCHSERVE_URL}",
                 "ensembles": ensembles}
@@ -160,16 +161,24 @@ def check_models() -> dict[str, Any]:
         return {"status": DEGRADED, "backend": backend, "ensembles": ensembles,
                 "error": f"the management API did not list the models: {exc}"[:300]}
     registered = {m.get("modelName") for m in listing.get("models", [])}
+    names = sorted(n for n in registered if n)
     missing = 0
     for ensemble in ensembles:
-        for member in ensemble["members"]:
-            member["registered"] = member["serving_name"] in registered
-        # One TorchServe model per ensemble member, or one per ensemble: either counts as served.
-        served = any(name and str(ensemble["ensemble"]) in name and "ensemble" in name for name in registered)
-        ensemble["served"] = served or all(m["registered"] for m in ensemble["members"])
+        # One TorchServe model per ensemble (`<task>-ens-<ids>`), or one holding all its members.
+        refs = _member_refs(ensemble["ensemble"])
+        found = TorchServeBackend.find_model(refs, names) if refs else None
+        ensemble["served"] = found is not None
+        ensemble["serving_model"] = found[0] if found else None
         missing += not ensemble["served"]
-    return {"status": DEGRADED if missing else OK, "backend": backend, "registered": sorted(n for n in registered if n),
-            "ensembles": ensembles}
+    return {"status": DEGRADED if missing else OK, "backend": backend, "registered": names, "ensembles": ensembles}
+
+
+def _member_refs(ensemble_id: int | None) -> list:
+    from modelzoo.models import Ensemble
+    from modelzoo.serving.base import ModelRef
+
+    ensemble = Ensemble.objects.filter(pk=ensemble_id).first() if ensemble_id else None
+    return [ModelRef.of(m) for m in ensemble.ordered_members()] if ensemble else []
 
 
 # --- stuck jobs ----------------------------------------------------------------------------------

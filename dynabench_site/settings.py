@@ -108,6 +108,8 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
 MODEL_BACKEND = env_choice("MODEL_BACKEND", "inprocess", ["inprocess", "torchserve"])
 TORCHSERVE_URL = env_url("TORCHSERVE_URL", "http://127.0.0.1:8080", ["http", "https"])
 TORCHSERVE_MANAGEMENT_URL = env_url("TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", ["http", "https"])
+# TorchServe's token auth: the key_file.json it writes (compose shares it through a volume). Unset: auth is off.
+TORCHSERVE_KEY_FILE = env_str("TORCHSERVE_KEY_FILE", "") or None
 MODEL_STORE = env_path("MODEL_STORE", VAR_DIR / "models", base=BASE_DIR)
 DATA_DIR = env_path("DATA_DIR", BASE_DIR.parent / "shared" / "data", base=BASE_DIR)
 # How long a submission waits for its verdict before answering 202 "pending".

@@ -1,4 +1,4 @@
-"""Start and stop a local TorchServe (tests, benchmark, `manage.py torchserve`).
+"""Start and stop a local TorchServe (tests, benchmarks, `manage.py torchserve start|stop|run`).
 
 Traps handled here (see STACK-NOTES): output goes to a log file, never a pipe (the java child keeps a pipe
 open forever); the pid file lives in $TMPDIR, so start and stop share one TMPDIR; every listener is bound to
@@ -66,16 +66,22 @@ class LocalTorchServe:
     def env(self) -> dict[str, str]:
         tmp = self.workdir / "tmp"
         tmp.mkdir(parents=True, exist_ok=True)
-        return {**os.environ, "TMPDIR": str(tmp), "LOG_LOCATION": str(self.workdir / "logs"),
+        # MALLOC_ARENA_MAX: a worker runs its members in threads, and each glibc arena keeps freed memory
+        # (the handler also sets it with mallopt, whoever starts TorchServe).
+        return {"MALLOC_ARENA_MAX": "2", **os.environ, "TMPDIR": str(tmp), "LOG_LOCATION": str(self.workdir / "logs"),
                 "METRICS_LOCATION": str(self.workdir / "logs"), "TS_CONFIG_FILE": str(self.workdir / "config.properties")}
 
-    def start(self, timeout_s: float = 90.0) -> TorchServeClient:
+    def command(self, foreground: bool = False) -> list[str]:
+        """Write the config file and return the command line that starts TorchServe with it."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.model_store.mkdir(parents=True, exist_ok=True)
         config = self.workdir / "config.properties"
         config.write_text(self.config_text(), encoding="utf-8")
-        command = [torchserve_bin(), "--start", "--ncs", "--disable-token-auth", "--model-store", str(self.model_store),
-                   "--ts-config", str(config)]
+        return [torchserve_bin(), "--start", *(["--foreground"] if foreground else []), "--ncs", "--disable-token-auth",
+                "--model-store", str(self.model_store), "--ts-config", str(config)]
+
+    def start(self, timeout_s: float = 90.0) -> TorchServeClient:
+        command = self.command()
         with open(self.log_file, "ab") as log:
             subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              env=self.env(), cwd=self.workdir, start_new_session=True)

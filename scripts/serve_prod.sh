@@ -172,23 +172,9 @@ EOF
 }
 
 register_models() {
-  # Eager, idempotent registration of every open round's models (a 409 "already registered" is success).
-  if "$PY" manage.py help torchserve_register >/dev/null 2>&1; then
-    "$PY" manage.py torchserve_register
-  else
-    # TODO(lead): the serving helper's `manage.py torchserve_register` replaces this fallback once merged.
-    "$PY" manage.py shell -c "
-from modelzoo.serving import get_backend
-from modelzoo.serving.base import ModelRef
-from modelzoo.services import active_ensemble
-from tasks.models import Round
-for r in Round.objects.filter(status=Round.Status.OPEN).select_related('task'):
-    ensemble = active_ensemble(r)
-    if ensemble:
-        get_backend().prepare([ModelRef.of(v) for v in ensemble.ordered_members()])
-        print(f'  registered {r.task.slug} round {r.number}: {len(ensemble.ordered_members())} model(s)')
-"
-  fi
+  # Eager, idempotent registration of every open round's ensemble (a 409 "already registered" is success);
+  # --prune unregisters ensemble models that no open round uses any more.
+  "$PY" manage.py torchserve_register --prune
 }
 
 start_web() {

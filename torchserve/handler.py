@@ -1,22 +1,38 @@
 """TorchServe handler for model-zoo archives (classification and QA; predictions and explanations).
 
-Each archive carries this file, the artifact (weights, config, tokenizer, zoo.json) and the zoo's serving
-code as a `modelzoo` package (`runtime.py`, `explain.py`, `heads/`; see modelzoo/archive.py), so TorchServe
-runs the very code the in-process backend runs. No Django here or in what it imports.
+An ensemble archive (modelzoo/archive.py `build_ensemble_archive`) holds every member of a round's ensemble
+(`members/<i>/`: weights, config, tokenizer, zoo.json; `ensemble.json` names them in order) and the zoo's
+serving code as a `modelzoo` package, so TorchServe runs the very code the in-process backend runs, and one
+worker process (one Python runtime, one tokenizer shared by members whose tokenizer files are the same)
+answers all members in one request. A single-model archive (`build_mar`) is served as an ensemble of one.
+No Django here or in what it imports.
 
 Requests (JSON):
-  POST /predictions/<model>   {"inputs": [model_input, ...]}                 -> {"predictions": [...]}
-  POST /explanations/<model>  {"input": model_input, "method": ..., "target": ...} -> an explanation
-Requests that TorchServe batches together are answered with one forward pass.
+  POST /predictions/<model>   {"inputs": [model_input, ...], "members": [i, ...]?}
+        -> {"predictions": [[per input] per member], "members": [model version id per member]}
+  POST /explanations/<model>  {"input": model_input, "method": ..., "target": ..., "member": i}
+        -> that member's explanation (runtime.Predictor.explain)
+  POST /explanations/<model>  {"input": model_input, "method": ..., "target": ..., "ensemble": true, "members": [...]?}
+        -> modelzoo.explain.explain_ensemble(predictors, ...) (when the packed serving code has it)
+`members` (indices into ensemble.json, default all) lets a caller ask part of the ensemble (evaluating one
+member). Requests that TorchServe batches together are answered with one forward pass per member; members
+run in parallel threads (ZOO_MEMBER_THREADS, default min(members, CPUs)), one torch thread each.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from ts.torch_handler.base_handler import BaseHandler
+
+ENSEMBLE_FILE = "ensemble.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 
 
 class ZooHandler(BaseHandler):
@@ -25,11 +41,27 @@ class ZooHandler(BaseHandler):
         if model_dir not in sys.path:
             sys.path.insert(0, model_dir)
         # Importable only now: the archive's own modelzoo package sits in model_dir.
-        from modelzoo.runtime import Predictor, configure_threads
+        from modelzoo import explain as zoo_explain
+        from modelzoo.runtime import Predictor, configure_threads, load_model, read_meta
 
-        configure_threads()  # ZOO_TORCH_THREADS, default 1: one worker per core
+        configure_threads()  # ZOO_TORCH_THREADS, default 1: parallelism comes from members and workers
+        _limit_malloc_arenas()
+        self.explain_module = zoo_explain
+        listing = _members(Path(model_dir))
+        tokenizers: dict[str, Any] = {}
+        self.predictors, self.member_ids = [], []
+        for member in listing:
+            folder = Path(model_dir) / member["dir"]
+            key = _tokenizer_key(folder)
+            if key not in tokenizers:
+                from transformers import AutoTokenizer
 
-        self.predictor = Predictor.load(model_dir)
+                tokenizers[key] = AutoTokenizer.from_pretrained(str(folder))
+            meta = read_meta(folder)
+            self.predictors.append(Predictor(load_model(folder, meta["head"]), tokenizers[key], meta))
+            self.member_ids.append(member.get("id"))
+        wanted = int(os.environ.get("ZOO_MEMBER_THREADS", "0")) or min(len(self.predictors), os.cpu_count() or 1)
+        self.pool = ThreadPoolExecutor(max_workers=max(1, wanted), thread_name_prefix="member") if wanted > 1 else None
         self.context = context
         self.initialized = True
 
@@ -46,37 +78,122 @@ class ZooHandler(BaseHandler):
         self._predict_together(bodies, replies)
         return replies
 
+    # -- explanations -----------------------------------------------------------------------------
+
     def _explain_each(self, bodies: list[Any], replies: list[Any], context: Any) -> None:
         for i, body in enumerate(bodies):
             if body is None or not _is_explain(context, i, body):
                 continue
+            bodies[i] = None
             try:
-                replies[i] = self.predictor.explain(body["input"], body.get("method", "input_x_gradient"), body.get("target"))
+                replies[i] = self._explain(body)
+            except LookupError as exc:
+                replies[i] = self._error(i, 400, str(exc))
             except (KeyError, ValueError, TypeError) as exc:
                 replies[i] = self._error(i, 400, f"cannot explain this input: {exc!r}")
-            bodies[i] = None
+
+    def _explain(self, body: dict[str, Any]) -> Any:
+        method = body.get("method", getattr(self.explain_module, "DEFAULT_METHOD", "input_x_gradient"))
+        target = body.get("target")
+        if body.get("ensemble"):
+            explain_ensemble = getattr(self.explain_module, "explain_ensemble", None)
+            if explain_ensemble is None:
+                raise LookupError("this archive's serving code cannot explain an ensemble")
+            predictors = [self.predictors[m] for m in self._indices(body.get("members"))]
+            return explain_ensemble(predictors, body["input"], method, target)
+        [member] = self._indices([body.get("member", 0)])
+        return self.predictors[member].explain(body["input"], method, target)
+
+    # -- predictions ------------------------------------------------------------------------------
 
     def _predict_together(self, bodies: list[Any], replies: list[Any]) -> None:
-        owners, inputs = [], []
+        wanted: list[tuple[int, list[dict[str, Any]], list[int]]] = []  # (request, inputs, member indices)
         for i, body in enumerate(bodies):
-            if body is not None:
+            if body is None:
+                continue
+            try:
                 items = body.get("inputs", [body]) if isinstance(body, dict) else body
-                owners += [i] * len(items)
-                inputs += items
-        if not inputs:
+                members = self._indices(body.get("members") if isinstance(body, dict) else None)
+                if not isinstance(items, list):
+                    raise LookupError("'inputs' must be a list of model inputs")
+            except LookupError as exc:
+                replies[i] = self._error(i, 400, str(exc))
+                continue
+            wanted.append((i, items, members))
+        if not wanted:
             return
-        try:
-            predictions = self.predictor.predict(inputs)
-        except (KeyError, ValueError, TypeError) as exc:
-            for i in set(owners):
-                replies[i] = self._error(i, 400, f"cannot predict this input: {exc!r}")
-            return
-        for i in dict.fromkeys(owners):
-            replies[i] = {"predictions": [p for o, p in zip(owners, predictions, strict=True) if o == i]}
+        # One forward per member over the inputs of every request that asks it.
+        per_member: dict[int, list[tuple[int, list[dict[str, Any]]]]] = {}
+        for i, items, members in wanted:
+            for m in members:
+                per_member.setdefault(m, []).append((i, items))
+        jobs = {m: [x for _, items in asks for x in items] for m, asks in per_member.items()}
+        results = self._run(jobs)
+        answers: dict[tuple[int, int], list[Any]] = {}
+        for m, asks in per_member.items():
+            outcome, start = results[m], 0
+            for i, items in asks:
+                answers[(i, m)] = outcome if isinstance(outcome, Exception) else outcome[start:start + len(items)]
+                start += len(items)
+        for i, _items, members in wanted:
+            failed = next((answers[(i, m)] for m in members if isinstance(answers[(i, m)], Exception)), None)
+            if failed is not None:
+                replies[i] = self._error(i, 400, f"cannot predict this input: {failed!r}")
+            else:
+                replies[i] = {"predictions": [answers[(i, m)] for m in members],
+                              "members": [self.member_ids[m] for m in members]}
+
+    def _run(self, jobs: dict[int, list[dict[str, Any]]]) -> dict[int, Any]:
+        def one(m: int) -> Any:
+            try:
+                return self.predictors[m].predict(jobs[m])
+            except (KeyError, ValueError, TypeError) as exc:
+                return exc
+
+        if self.pool is None or len(jobs) == 1:
+            return {m: one(m) for m in jobs}
+        futures = {m: self.pool.submit(one, m) for m in jobs}
+        return {m: f.result() for m, f in futures.items()}
+
+    def _indices(self, members: Any) -> list[int]:
+        if members is None:
+            return list(range(len(self.predictors)))
+        if not isinstance(members, list) or not members or not all(isinstance(m, int) for m in members):
+            raise LookupError("'members' must be a non-empty list of member indices")
+        bad = [m for m in members if not 0 <= m < len(self.predictors)]
+        if bad:
+            raise LookupError(f"no member {bad[0]} in an ensemble of {len(self.predictors)}")
+        return members
 
     def _error(self, index: int, status: int, message: str) -> dict[str, str]:
         self.context.set_response_status(code=status, phrase=message[:200], idx=index)
         return {"error": message}
+
+
+def _limit_malloc_arenas(arenas: int = 2) -> None:
+    """At most `arenas` glibc malloc arenas in this worker (what MALLOC_ARENA_MAX=2 does, whoever started
+    TorchServe): the member threads would otherwise each keep an arena of freed memory."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):  # not glibc: nothing to tune
+        pass
+
+
+def _members(model_dir: Path) -> list[dict[str, Any]]:
+    listing = model_dir / ENSEMBLE_FILE
+    if listing.is_file():
+        return json.loads(listing.read_text(encoding="utf-8"))["members"]
+    return [{"id": None, "name": model_dir.name, "dir": "."}]  # a single-model archive
+
+
+def _tokenizer_key(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for name in TOKENIZER_FILES:
+        path = folder / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"-") + b"\0")
+    return digest.hexdigest()
 
 
 def _body(request: dict[str, Any]) -> Any:

@@ -1,11 +1,21 @@
 """TorchServe over HTTP: one client class with one typed error, and the backend built on it.
 
 `TorchServeError.retryable` is True when trying again later can help (server down or starting, workers
-loading, overloaded) and False when it cannot (bad input, a broken model handler).
+loading, overloaded, a model not registered yet) and False when it cannot (bad input, a broken model handler).
+
+Layout: ONE TorchServe model per ensemble (`ensemble_name`: the task and the member ids, in order), built by
+`modelzoo.archive.build_ensemble_archive`; its one worker holds every member and answers them all in one
+request. Registration is eager and idempotent (`prepare`, `manage.py torchserve_register`, the
+`ensemble_deployed` receiver in `modelzoo.registration`; a 409 "already registered" is success) and never
+happens while serving: `predict` on a model TorchServe does not know raises a retryable error.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,10 +23,29 @@ from typing import Any
 
 import requests
 
-from modelzoo.archive import build_mar
+from modelzoo.archive import build_ensemble_archive
 from modelzoo.serving.base import Backend, BackendError, ModelRef
 
+log = logging.getLogger(__name__)
 RETRYABLE_STATUS = {408, 429, 502, 503, 504, 507}
+ENSEMBLE_MARK = "-ens-"
+_ENSEMBLE_IDS = re.compile(r"-ens-(\d+(?:-\d+)*)$")
+
+
+def ensemble_prefix(model: ModelRef) -> str:
+    """`<task slug>-ens-`: what every ensemble model of the task's models starts with."""
+    return re.sub(r"[^A-Za-z0-9_-]", "-", model.serving_name.rsplit("-v", 1)[0]) + ENSEMBLE_MARK
+
+
+def ensemble_name(models: list[ModelRef]) -> str:
+    """The TorchServe model of an ensemble: its task and member ids in order, e.g. `sentiment-ens-4-5-6`."""
+    return ensemble_prefix(models[0]) + "-".join(str(m.id) for m in models)
+
+
+def ensemble_ids(name: str) -> list[int] | None:
+    """The member ids an ensemble model name stands for (None for any other TorchServe model)."""
+    found = _ENSEMBLE_IDS.search(name)
+    return [int(i) for i in found.group(1).split("-")] if found else None
 
 
 class TorchServeError(BackendError):
@@ -28,15 +57,20 @@ class TorchServeError(BackendError):
 class TorchServeClient:
     """The inference and management APIs. Every failure is a TorchServeError."""
 
-    def __init__(self, inference_url: str, management_url: str, timeout: float = 30.0):
+    def __init__(self, inference_url: str, management_url: str, timeout: float = 30.0, key_file: str | Path | None = None):
         self.inference_url, self.management_url = inference_url.rstrip("/"), management_url.rstrip("/")
         self.timeout = timeout
+        self.key_file = Path(key_file) if key_file else None  # TorchServe's token auth (its key_file.json)
+        self._keys: tuple[float, dict[str, str]] = (-1.0, {})
         self.session = requests.Session()
         adapter = requests.adapters.HTTPAdapter(pool_connections=16, pool_maxsize=64)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
 
     def request(self, method: str, url: str, timeout: float | None = None, **kwargs: Any) -> Any:
+        token = self._token(url)
+        if token:
+            kwargs["headers"] = {**kwargs.get("headers", {}), "Authorization": f"Bearer {token}"}
         try:
             response = self.session.request(method, url, timeout=timeout or self.timeout, **kwargs)
         except requests.Timeout as exc:
@@ -53,6 +87,21 @@ class TorchServeClient:
         except ValueError as exc:
             raise TorchServeError(f"TorchServe sent a body that is not JSON from {url}", retryable=False) from exc
 
+    def _token(self, url: str) -> str | None:
+        """The key TorchServe's token auth wants for this API, read from its key file (re-read when it changes:
+        TorchServe rotates keys on restart). No key file: token auth is off (loopback in `make serve-prod`)."""
+        if self.key_file is None:
+            return None
+        try:
+            mtime = self.key_file.stat().st_mtime
+            if mtime != self._keys[0]:
+                data = json.loads(self.key_file.read_text(encoding="utf-8"))
+                self._keys = (mtime, {api: (data.get(api) or {}).get("key", "") for api in ("management", "inference")})
+        except (OSError, ValueError, AttributeError) as exc:
+            raise TorchServeError(f"cannot read TorchServe's key file {self.key_file}: {exc}", retryable=True) from exc
+        api = "management" if url.startswith(self.management_url) and self.management_url != self.inference_url else "inference"
+        return self._keys[1].get(api) or None
+
     # inference API
     def ping(self) -> bool:
         try:
@@ -61,22 +110,60 @@ class TorchServeClient:
             return False
 
     def predict(self, name: str, inputs: list[dict[str, str]]) -> list[dict[str, Any]]:
-        reply = self.request("POST", f"{self.inference_url}/predictions/{name}", json={"inputs": inputs})
+        """Predictions of a single-member model (the first member of an ensemble model)."""
+        return self.predict_members(name, inputs, [0])[0]
+
+    def predict_members(self, name: str, inputs: list[dict[str, str]],
+                        members: list[int] | None = None) -> list[list[dict[str, Any]]]:
+        """Predictions [member][input] of an ensemble model, for all its members or those at `members`."""
+        body: dict[str, Any] = {"inputs": inputs}
+        if members is not None:
+            body["members"] = members
+        reply = self.request("POST", f"{self.inference_url}/predictions/{name}", json=body)
         predictions = reply.get("predictions") if isinstance(reply, dict) else None
-        if not isinstance(predictions, list) or len(predictions) != len(inputs):
+        expected = len(members) if members is not None else None
+        if (not isinstance(predictions, list) or (expected is not None and len(predictions) != expected)
+                or not all(isinstance(p, list) and len(p) == len(inputs) for p in predictions)):
             raise TorchServeError(f"model {name} answered an unexpected body: {str(reply)[:200]}", retryable=False)
         return predictions
 
-    def explain(self, name: str, model_input: dict[str, str], method: str, target: Any = None) -> dict[str, Any]:
-        body = {"input": model_input, "method": method, "target": target}
+    def explain(self, name: str, model_input: dict[str, str], method: str, target: Any = None,
+                member: int = 0) -> dict[str, Any]:
+        body = {"input": model_input, "method": method, "target": target, "member": member}
+        return self.request("POST", f"{self.inference_url}/explanations/{name}", json=body)
+
+    def explain_ensemble(self, name: str, model_input: dict[str, str], method: str, target: Any = None,
+                         members: list[int] | None = None) -> dict[str, Any]:
+        body = {"input": model_input, "method": method, "target": target, "ensemble": True}
+        if members is not None:
+            body["members"] = members
         return self.request("POST", f"{self.inference_url}/explanations/{name}", json=body)
 
     # management API
     def register(self, archive: str, name: str, *, batch_size: int = 1, max_batch_delay_ms: int = 5,
-                 workers: int = 1, response_timeout_s: int = 60) -> dict[str, Any]:
+                 workers: int = 1, response_timeout_s: int = 60) -> bool:
+        """Register an archive of the model store. Idempotent: True when this call registered it, False when
+        TorchServe already had it (409, e.g. two callers racing after a restart: that is success too)."""
         params = {"url": archive, "model_name": name, "batch_size": batch_size, "max_batch_delay": max_batch_delay_ms,
                   "initial_workers": workers, "synchronous": "true", "response_timeout": response_timeout_s}
-        return self.request("POST", f"{self.management_url}/models", params=params, timeout=180)
+        try:
+            self.request("POST", f"{self.management_url}/models", params=params, timeout=300)
+        except TorchServeError as exc:
+            if exc.status == 409:
+                return False
+            raise
+        return True
+
+    def models(self) -> list[str]:
+        """Names of every registered model."""
+        names, token = [], None
+        while True:
+            params = {"limit": 100, **({"next_page_token": token} if token else {})}
+            page = self.request("GET", f"{self.management_url}/models", params=params, timeout=10)
+            names += [m["modelName"] for m in page.get("models", [])]
+            token = page.get("nextPageToken")
+            if not token:
+                return names
 
     def scale(self, name: str, workers: int) -> dict[str, Any]:
         params = {"min_worker": workers, "max_worker": workers, "synchronous": "true"}
@@ -107,10 +194,21 @@ class TorchServeClient:
             time.sleep(0.25)
         raise TorchServeError(f"model {name}: no worker READY after {timeout_s:.0f} s", retryable=True)
 
+    def wait_healthy(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while not self.ping():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
+        return True
+
 
 class TorchServeBackend(Backend):
-    """Each ensemble member is one TorchServe model (one .mar); members are asked in parallel. A model that
-    TorchServe does not know yet is archived and registered on first use."""
+    """One TorchServe model per ensemble (see the module docstring). `predict` on a list of members asks the
+    ensemble model registered for exactly that list, or else a registered ensemble model that holds them all
+    (its `members` subset: evaluating one member of a deployed ensemble loads nothing new). Never registers
+    while serving: a model not registered is a retryable error, registered by `prepare` /
+    `manage.py torchserve_register` / the `ensemble_deployed` receiver."""
 
     name = "torchserve"
 
@@ -118,54 +216,143 @@ class TorchServeBackend(Backend):
                  workers: int = 1):
         self.client, self.archive_dir = client, Path(archive_dir)
         self.batch_size, self.max_batch_delay_ms, self.workers = batch_size, max_batch_delay_ms, workers
-        self.pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="torchserve")
+        self._routes: dict[tuple[int, ...], tuple[str, list[int] | None]] = {}
+        self._routes_lock = threading.Lock()
+        self._fanout: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_settings(cls) -> TorchServeBackend:
         from django.conf import settings  # here only: the client and backend work without Django settings
 
-        client = TorchServeClient(settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL)
+        client = TorchServeClient(settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL,
+                                  key_file=settings.TORCHSERVE_KEY_FILE)
         return cls(client, Path(settings.MODEL_STORE) / "torchserve",
                    batch_size=getattr(settings, "TORCHSERVE_BATCH_SIZE", 8),
                    max_batch_delay_ms=getattr(settings, "TORCHSERVE_MAX_BATCH_DELAY_MS", 5),
                    workers=getattr(settings, "TORCHSERVE_WORKERS", 1))
 
+    # -- serving (never registers) ------------------------------------------------------------------
+
     def predict(self, models: list[ModelRef], inputs: list[dict[str, str]]) -> list[list[dict[str, Any]]]:
-        if len(models) == 1:
-            return [self._with_registration(models[0], lambda: self.client.predict(models[0].serving_name, inputs))]
-        futures = [self.pool.submit(self._with_registration, m, lambda m=m: self.client.predict(m.serving_name, inputs))
-                   for m in models]
-        return [f.result() for f in futures]
+        try:
+            return self._routed(models, lambda name, members: self.client.predict_members(name, inputs, members))
+        except TorchServeError as exc:
+            if exc.status != 404 or len(models) == 1:
+                raise
+        # No one TorchServe model holds them all (e.g. the round pipeline's new members, each registered alone
+        # by the evaluation, before their ensemble is deployed): ask the models that hold each, in parallel.
+        futures = [self._pool().submit(self.predict, [m], inputs) for m in models]
+        return [f.result()[0] for f in futures]
+
+    def _pool(self) -> ThreadPoolExecutor:
+        with self._routes_lock:
+            if self._fanout is None:
+                self._fanout = ThreadPoolExecutor(max_workers=8, thread_name_prefix="torchserve")
+            return self._fanout
 
     def explain(self, model: ModelRef, model_input: dict[str, str], method: str, target: Any = None) -> dict[str, Any]:
-        return self._with_registration(model, lambda: self.client.explain(model.serving_name, model_input, method, target))
+        return self._routed([model], lambda name, members: self.client.explain(
+            name, model_input, method, target, member=(members or [0])[0]))
 
-    def _with_registration(self, ref: ModelRef, call: Any) -> Any:
+    def explain_ensemble(self, models: list[ModelRef], model_input: dict[str, str], method: str,
+                         target: Any = None) -> dict[str, Any]:
+        """The ensemble's explanation in one request (the handler calls modelzoo.explain.explain_ensemble)."""
+        return self._routed(models, lambda name, members: self.client.explain_ensemble(
+            name, model_input, method, target, members))
+
+    def _routed(self, models: list[ModelRef], call: Any) -> Any:
+        name, members = self.route(models)
         try:
-            return call()
+            return call(name, members)
         except TorchServeError as exc:
             if exc.status != 404:
                 raise
-        self.prepare([ref])
-        return call()
+            self.forget_routes()
+            raise self._not_registered(models) from exc
+
+    def route(self, models: list[ModelRef]) -> tuple[str, list[int] | None]:
+        """(TorchServe model, member indices or None for all of it) that serves `models`, in their order."""
+        key = tuple(m.id for m in models)
+        with self._routes_lock:
+            if key in self._routes:
+                return self._routes[key]
+        found = self.find_model(models, self.client.models())
+        if found is None:
+            raise self._not_registered(models)
+        with self._routes_lock:
+            self._routes[key] = found
+        return found
+
+    @staticmethod
+    def find_model(models: list[ModelRef], registered: list[str]) -> tuple[str, list[int] | None] | None:
+        """Which of the `registered` TorchServe models serves `models` (and which of its members), or None.
+        Health checks use it with `client.models()`."""
+        exact = ensemble_name(models)
+        if exact in registered:
+            return exact, None
+        wanted, prefix = [m.id for m in models], ensemble_prefix(models[0])
+        for name in sorted(registered):
+            ids = ensemble_ids(name)
+            if ids is not None and name.startswith(prefix) and set(wanted) <= set(ids):
+                return name, [ids.index(i) for i in wanted]
+        return None
+
+    def forget_routes(self) -> None:
+        with self._routes_lock:
+            self._routes.clear()
+
+    def _not_registered(self, models: list[ModelRef]) -> TorchServeError:
+        return TorchServeError(
+            f"TorchServe has no model for {', '.join(m.name for m in models)} ({ensemble_name(models)}) yet: it is "
+            "registered when its round opens and at TorchServe start (`manage.py torchserve_register`); retry later",
+            retryable=True, status=404)
+
+    # -- registration (eager, idempotent) -------------------------------------------------------------
 
     def prepare(self, models: list[ModelRef]) -> None:
-        for ref in models:
-            if not self.client.is_registered(ref.serving_name):
-                self.register(ref)
-            self.client.wait_ready(ref.serving_name)
+        """Register the ensemble `models` and wait for its worker (one model alone, e.g. to evaluate it, is
+        served by a registered ensemble that holds it when there is one). TorchServe being down is not an
+        error here: the open rounds' ensembles are registered when it starts (`manage.py torchserve_register`),
+        and serving meanwhile answers a retryable error."""
+        try:
+            self.register(models, exact=len(models) > 1)
+        except TorchServeError as exc:
+            if exc.retryable and exc.status is None:
+                log.warning("TorchServe is not reachable; %s will be registered when it starts: %s",
+                            ensemble_name(models), exc)
+                return
+            raise
 
-    def register(self, ref: ModelRef) -> None:
-        mar = self.archive_dir / f"{ref.serving_name}.mar"
-        if not mar.is_file():
-            build_mar(ref.path, ref.serving_name, self.archive_dir)
-        self.client.register(mar.name, ref.serving_name, batch_size=self.batch_size,
-                             max_batch_delay_ms=self.max_batch_delay_ms, workers=self.workers)
+    def register(self, models: list[ModelRef], wait_s: float = 300.0, exact: bool = True) -> str:
+        """Idempotent: build the archive once, register it (409 is success), wait until a worker is READY.
+        `exact=False` accepts a registered ensemble that holds all `models`. Returns the serving model."""
+        if not models:
+            raise TorchServeError("an ensemble needs at least one model", retryable=False)
+        registered = self.client.models()
+        found = self.find_model(models, registered)
+        name = found[0] if found and (not exact or found[1] is None) else ensemble_name(models)
+        if name not in registered:
+            archive = build_ensemble_archive([(m.id, m.name, m.path) for m in models], name, self.archive_dir)
+            created = self.client.register(archive.name, name, batch_size=self.batch_size,
+                                           max_batch_delay_ms=self.max_batch_delay_ms, workers=self.workers)
+            log.info("TorchServe model %s %s", name, "registered" if created else "was already registered")
+            self.forget_routes()
+        self.client.wait_ready(name, wait_s)
+        return name
 
     def release(self, models: list[ModelRef]) -> None:
-        for ref in models:
-            try:
-                self.client.unregister(ref.serving_name)
-            except TorchServeError as exc:
-                if exc.status != 404:
-                    raise
+        """Unregister every ensemble model that holds one of `models` (a retired version)."""
+        registered = self.client.models()
+        for model in models:
+            for name in registered:
+                held = ensemble_ids(name)
+                if held is not None and name.startswith(ensemble_prefix(model)) and model.id in held:
+                    self.unregister(name)
+
+    def unregister(self, name: str) -> None:
+        try:
+            self.client.unregister(name)
+        except TorchServeError as exc:
+            if exc.status != 404:
+                raise
+        self.forget_routes()

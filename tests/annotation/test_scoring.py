@@ -10,7 +10,7 @@ from django.core.management import call_command
 from annotation import jobs, scoring
 from annotation.models import Example
 from modelzoo.serving import reset_backends
-from modelzoo.serving.torchserve import TorchServeClient, TorchServeError
+from modelzoo.serving.torchserve import TorchServeBackend, TorchServeError
 from tests.annotation.conftest import nli_body, qa_body, sentiment_body
 from tests.factories import ContextFactory
 
@@ -157,10 +157,10 @@ def test_a_round_without_models_delays_the_verdict_until_they_are_deployed(write
 
 def test_a_non_retryable_error_marks_failed_and_keeps_the_example(writer_api, sentiment, deploy, outage,
                                                                   settings, monkeypatch):
-    def broken(self, name, inputs):
-        raise TorchServeError(f"model {name} is broken", retryable=False, status=500)
+    def broken(self, models, inputs):  # what TorchServe's answer 500 (a broken handler) becomes
+        raise TorchServeError(f"model {models[0].name} is broken", retryable=False, status=500)
 
-    monkeypatch.setattr(TorchServeClient, "predict", broken)
+    monkeypatch.setattr(TorchServeBackend, "predict", broken)
     task, round, context = sentiment
     deploy(round)
     outage.start()

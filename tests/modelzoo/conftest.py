@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import fcntl
+import shutil
 from pathlib import Path
 
 import pytest
@@ -65,3 +67,21 @@ def sst2_dev(tmp_path_factory) -> list[dict]:
     if not path.is_file():
         pytest.fail(f"{path} is missing; point DATA_DIR at the shared datasets")
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+@pytest.fixture(scope="session")
+def torchserve(tmp_path_factory):
+    """One real TorchServe for the session, logging to a file, under /tmp/torchserve.lock (one TorchServe per
+    host: its worker sockets have fixed names); stopped at the end whatever happens."""
+    from modelzoo.torchserve_ctl import LocalTorchServe, free_ports
+
+    if not shutil.which("java"):
+        pytest.fail("java is not installed; TorchServe needs it")
+    base = tmp_path_factory.mktemp("torchserve")
+    with open("/tmp/torchserve.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        server = LocalTorchServe(base / "run", base / "models" / "torchserve", *free_ports(5))
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+        assert not server.client().ping(), "TorchServe is still answering after --stop"

@@ -1,6 +1,5 @@
 """A real TorchServe: register small models, predict and explain over HTTP, compare with the in-process backend."""
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -9,26 +8,13 @@ from modelzoo import services
 from modelzoo.serving import reset_backends
 from modelzoo.serving.base import ModelRef
 from modelzoo.serving.inprocess import InProcessBackend
-from modelzoo.serving.torchserve import TorchServeBackend
+from modelzoo.serving.torchserve import TorchServeBackend, ensemble_ids, ensemble_name
+from modelzoo.signals import ensemble_deployed
 from modelzoo.testing import deploy_tiny_ensemble, tiny_artifact
-from modelzoo.torchserve_ctl import LocalTorchServe, free_ports
 
 pytestmark = pytest.mark.integration
 PASSAGE = "The Eiffel Tower was completed in 1889 and it stands in Paris, France."
 TEXTS = [{"text": "A gentle, funny film that never overstays its welcome."}, {"text": "Dull. Utterly, painfully dull!"}]
-
-
-@pytest.fixture(scope="session")
-def torchserve(tmp_path_factory):
-    """One TorchServe for the session, logging to a file; stopped at the end whatever happens."""
-    if not shutil.which("java"):
-        pytest.fail("java is not installed; TorchServe needs it")
-    base = tmp_path_factory.mktemp("torchserve")
-    server = LocalTorchServe(base / "run", base / "models" / "torchserve", *free_ports(5))
-    server.start()
-    yield server
-    server.stop()
-    assert not server.client().ping(), "TorchServe is still answering after --stop"
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +29,8 @@ def artifacts(tmp_path_factory):
 @pytest.fixture(scope="session")
 def ts_backend(torchserve, artifacts):
     backend = TorchServeBackend(torchserve.client(), torchserve.model_store, batch_size=4, max_batch_delay_ms=5)
-    backend.prepare(list(artifacts.values()))
+    for ref in artifacts.values():  # each its own (one-member) TorchServe model
+        backend.prepare([ref])
     return backend
 
 
@@ -75,7 +62,7 @@ def test_torchserve_and_in_process_give_the_same_qa_span(ts_backend, artifacts):
 
 
 def test_models_can_be_scaled_and_unregistered_through_the_management_api(ts_backend, torchserve, artifacts):
-    client, name = torchserve.client(), artifacts["cls"].serving_name
+    client, name = torchserve.client(), ensemble_name([artifacts["cls"]])
     client.scale(name, 2)
     assert len(client.describe(name)[0]["workers"]) == 2
     client.scale(name, 1)
@@ -102,7 +89,12 @@ def test_round_verdicts_through_torchserve_match_in_process(db, settings, torchs
         assert r["explanation"]["members"] == loc["explanation"]["members"] == 2
     settings.MODEL_BACKEND = "torchserve"
     reset_backends()
-    services.deploy_ensemble(open_round, ensemble.ordered_members()[:1])
-    services.retire(ensemble.ordered_members()[1])  # unregisters it from TorchServe
-    assert not torchserve.client().is_registered(ensemble.ordered_members()[1].serving_name)
-    assert Path(torchserve.model_store, f"{ensemble.ordered_members()[0].serving_name}.mar").is_file()
+    first, second = ensemble.ordered_members()
+    services.deploy_ensemble(open_round, [first])
+    ensemble_deployed.send(sender=None, round=open_round, versions=[first])  # as `train_model --deploy` does
+    second.refresh_from_db()
+    services.retire(second)  # unregisters every TorchServe model that holds it
+    held = [ensemble_ids(name) or [] for name in torchserve.client().models()]
+    assert not any(second.pk in ids for ids in held)
+    assert [first.pk] in held
+    assert Path(torchserve.model_store, ensemble_name([ModelRef.of(first)]), "ensemble.json").is_file()

@@ -1,0 +1,384 @@
+"""Load test of the production path: N annotators and M validators (locust, headless) for a fixed time.
+
+    nice -n 10 .venv/bin/python bench/bench_load.py [--annotators 20] [--validators 4] [--seconds 60]
+        [--think 0 3] [--task sentiment] [--web-workers 3] [--web-threads 1] [--worker-concurrency 2] [--tiny]
+        [--out FILE]
+
+Starts everything it needs itself, on free ports, and stops it at the end (works on a bare checkout):
+PostgreSQL database `h_serving_load` (dropped and re-created on BENCH_PG_URL, default the local server), its own
+redis-server (Celery broker and CACHE_URL, as compose has them), TorchServe (under /tmp/torchserve.lock),
+gunicorn (`--web-workers` sync workers, DEBUG=false) and one Celery worker (`--worker-concurrency`), as
+scripts/serve_prod.sh does. The demo tasks are loaded (`manage.py load_demo`); the task's round gets a
+3-member ensemble of the real encoder (all-MiniLM-L6-v2 with a fresh head: the compute and memory of the
+demo's fine-tuned members; `--tiny` for a tiny random encoder), registered eagerly (`deploy_ensemble`, then
+`manage.py torchserve_register` as at TorchServe start). 200 examples by a seed writer fill the validation
+queue. Rate limits are raised so that they do not cap the load (the task's `submission_rate`,
+SUBMISSION_RATE, VOTE_RATE).
+
+Then, in the same run:
+  1. the batched-forward limit of the ensemble: examples/s of the TorchServe backend's `predict` for the
+     3 members on batches of 32 (no explanation), for `--forward-seconds`;
+  2. one locust phase per `--think` value (seconds between two actions of a user; 0 = closed loop): the
+     users of bench/load/locustfile.py for `--seconds` each.
+Reports submissions/s (verdicts received), validations/s (votes saved), p50/p95 of submit->verdict and of
+validation/next, errors; writes docs/benchmarks/load.md (or --out); exits non-zero when a part fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import io
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+BIN = Path(sys.executable).parent
+DB = "h_serving_load"
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def free_ports(n: int) -> list[int]:
+    from modelzoo.torchserve_ctl import free_ports as ports
+
+    return ports(n)
+
+
+class Stack:
+    """The processes of the production path, each in its own process group, logs in `workdir/logs`."""
+
+    def __init__(self, workdir: Path, env: dict[str, str]):
+        self.workdir, self.env, self.procs = workdir, env, {}
+        (workdir / "logs").mkdir(parents=True, exist_ok=True)
+
+    def launch(self, name: str, command: list[str]) -> None:
+        with open(self.workdir / "logs" / f"{name}.log", "ab") as log:
+            self.procs[name] = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                                stdin=subprocess.DEVNULL, env=self.env, cwd=ROOT,
+                                                start_new_session=True)
+
+    def stop(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+    def stop_all(self) -> None:
+        for name in reversed(list(self.procs)):
+            self.stop(name)
+
+    def check_alive(self) -> None:
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                tail = (self.workdir / "logs" / f"{name}.log").read_text(errors="replace")[-1500:]
+                raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")
+
+
+def wait_for(what: str, probe, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if probe():
+                return
+        except Exception:  # noqa: BLE001 - not up yet
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"{what} did not come up within {timeout_s:.0f} s")
+
+
+def http_ok(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=3) as reply:
+        return reply.status == 200
+
+
+def build_members(folder: Path, task, tiny: bool, members: int = 3) -> list:
+    from modelzoo import encoder, services, training
+    from modelzoo.heads import get_head
+
+    versions = []
+    for seed in range(members):
+        out = folder / task.slug / f"load-s{seed}"
+        if not (out / "zoo.json").is_file():
+            spec = services.default_spec(task, seed=seed, **({"encoder": training.TINY} if tiny else {}))
+            if tiny:
+                spec.max_length = get_head(spec.head).default_max_length // 2
+            training.seed_everything(seed)
+            training.save_artifact(training.build_model(spec), encoder.load_tokenizer(), spec,
+                                   {"note": "load bench: fresh head"}, out, {"seed": seed})
+        versions.append(services.register_artifact(task, out, name=f"{task.slug}-load-s{seed}"))
+    return versions
+
+
+def make_users(task, annotators: int, validators: int) -> dict:
+    from django.contrib.auth.models import User
+
+    from accounts.tokens import issue
+    from tasks import guidelines, roles
+    from tasks.models import TaskMembership
+
+    current = guidelines.current(task)
+    out: dict = {"task": task.slug, "annotators": [], "validators": []}
+    for kind, count, role in (("annotators", annotators, roles.ANNOTATOR), ("validators", validators, roles.VALIDATOR)):
+        for i in range(count):
+            user = User.objects.create_user(f"load-{kind[:-1]}-{i}", f"load-{kind}-{i}@bench.local", "x")
+            roles.grant(user, role)
+            roles.grant_on_task(user, task, role, TaskMembership.Source.DEMO)
+            if current is not None:
+                guidelines.acknowledge(user, task, current.version)
+            out[kind].append(issue(user, "load test", counted=False)[1])
+    return out
+
+
+def seed_queue(task, round_, n: int) -> None:
+    """`n` scored examples by a seed writer: the validators' queue is not empty from the first second."""
+    from django.contrib.auth.models import User
+
+    from annotation.models import Example
+
+    writer = User.objects.create_user("load-seed-writer", "seed@bench.local", "x")
+    context = task.contexts.first()
+    Example.objects.bulk_create([
+        Example(round=round_, context=context, author=writer, input={"text": f"Seed example number {i}, quite good."},
+                target="positive", scoring_state=Example.Scoring.SCORED, fooled=bool(i % 2),
+                ensemble_prediction={"label": "negative" if i % 2 else "positive", "probs": {}})
+        for i in range(n)])
+    from validation.queue import sync_queue
+
+    sync_queue(task)  # bulk_create sends no post_save: give the seeded examples their queue rows
+
+
+def forward_limit(versions, seconds: float, batch: int = 32) -> dict:
+    from modelzoo.serving import ModelRef, get_backend
+
+    backend = get_backend("torchserve")
+    refs = [ModelRef.of(v) for v in versions]
+    inputs = [{"text": f"The staff were friendly but the soup was cold, visit {i}."} for i in range(batch)]
+    backend.predict(refs, inputs)  # warm
+    done, started = 0, time.perf_counter()
+    while time.perf_counter() - started < seconds:
+        backend.predict(refs, inputs)
+        done += batch
+    elapsed = time.perf_counter() - started
+    return {"examples_per_s": round(done / elapsed, 1), "batch": batch, "members": len(refs), "seconds": round(elapsed, 1)}
+
+
+def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_file: Path) -> dict:
+    samples = workdir / f"samples-think{think:g}.json"
+    phase_env = {**env, "LOAD_USERS": str(users_file), "LOAD_SAMPLES": str(samples), "LOAD_THINK_S": str(think),
+                 "LOAD_ANNOTATORS": str(args.annotators), "LOAD_VALIDATORS": str(args.validators)}
+    users = args.annotators + args.validators
+    command = [str(BIN / "locust"), "-f", str(ROOT / "bench" / "load" / "locustfile.py"), "--headless",
+               "-u", str(users), "-r", str(users), "-t", f"{int(args.seconds)}s", "--host", host,
+               "--stop-timeout", "10", "--only-summary", "--csv", str(workdir / f"locust-think{think:g}"),
+               "--exit-code-on-error", "0"]
+    started = time.time()
+    result = subprocess.run(command, env=phase_env, cwd=ROOT, capture_output=True, text=True,
+                            timeout=args.seconds + 120)
+    (workdir / "logs" / f"locust-think{think:g}.log").write_text(result.stdout + result.stderr)
+    if result.returncode != 0 or not samples.is_file():
+        raise RuntimeError(f"locust failed ({result.returncode}): {result.stderr[-1500:]}")
+    data = json.loads(samples.read_text())
+    duration = max(1e-9, min(args.seconds, time.time() - started))
+    verdicts, votes = data["verdicts"], data["votes"]
+    lat, nxt = data["submit_to_verdict_ms"], data["next_item_ms"]
+    return {
+        "think_s": think, "seconds": args.seconds, "verdicts": len(verdicts),
+        "pending_at_end": sum(1 for v in verdicts if v["state"] == "pending"),
+        "submissions_per_s": round(len(verdicts) / duration, 2), "validations_per_s": round(len(votes) / duration, 2),
+        "submit_to_verdict_p50_ms": _r(pct(lat, 0.5)), "submit_to_verdict_p95_ms": _r(pct(lat, 0.95)),
+        "next_item_p50_ms": _r(pct(nxt, 0.5)), "next_item_p95_ms": _r(pct(nxt, 0.95)),
+        "next_items": len(nxt), "errors": len(data["errors"]), "error_kinds": sorted(set(data["errors"]))[:5],
+    }
+
+
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
+
+
+def run(workdir: Path, args) -> dict:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import pgdb
+
+    web, redis_port, ts_inf, ts_mgmt, ts_metrics, ts_grpc, ts_grpc_m = free_ports(7)
+    pg = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432").rstrip("/")
+    env = {
+        **os.environ, "DEBUG": "false", "SECRET_KEY": "load-bench-" + "x" * 50, "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DATABASE_URL": f"{pg}/{DB}", "DB_CONN_MAX_AGE": "60",
+        "CELERY_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0", "CELERY_RESULT_BACKEND": f"redis://127.0.0.1:{redis_port}/0",
+        "CACHE_URL": f"redis://127.0.0.1:{redis_port}/1", "CELERY_QUEUE": "dynabench",
+        "MODEL_BACKEND": "torchserve", "TORCHSERVE_URL": f"http://127.0.0.1:{ts_inf}",
+        "TORCHSERVE_MANAGEMENT_URL": f"http://127.0.0.1:{ts_mgmt}", "MODEL_STORE": str(workdir / "models"),
+        "VAR_DIR": str(workdir / "var"), "SUBMISSION_RATE": "100000/min", "VOTE_RATE": "100000/min",
+        "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "C_FORCE_ROOT": "1", "DJANGO_SETTINGS_MODULE": "dynabench_site.settings",
+    }
+    os.environ.update({k: v for k, v in env.items() if k not in os.environ or os.environ[k] != v})
+    stack = Stack(workdir, env)
+    results: dict = {"load_before": " / ".join(f"{x:.1f}" for x in os.getloadavg()), "args": vars(args) | {"out": str(args.out)}}
+    pgdb.recreate(DB, env)
+    stack.launch("redis", ["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--save", "",
+                           "--appendonly", "no"])
+    try:
+        import django
+
+        django.setup()
+        from django.core.management import call_command
+
+        from modelzoo import services
+        from modelzoo.torchserve_ctl import LocalTorchServe
+        from tasks.models import Task
+
+        call_command("load_demo", stdout=io.StringIO())
+        task = Task.objects.get(slug=args.task)
+        task.config = {**task.config, "submission_rate": "100000/min"}  # the task's own per-writer limit (30/min)
+        task.save(update_fields=["config"])
+        round_ = task.current_round
+        with open("/tmp/torchserve.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            server = LocalTorchServe(workdir / "torchserve", workdir / "models" / "torchserve", ts_inf, ts_mgmt,
+                                     ts_metrics, ts_grpc, ts_grpc_m)
+            server.start(timeout_s=180)
+            try:
+                started = time.perf_counter()
+                versions = build_members(workdir / "models", task, args.tiny)
+                services.deploy_ensemble(round_, versions)  # registers the ensemble on TorchServe, eagerly
+                call_command("torchserve_register", wait=30, stdout=io.StringIO())  # as at TorchServe start
+                results["register_s"] = round(time.perf_counter() - started, 1)
+                users_file = workdir / "users.json"
+                users_file.write_text(json.dumps(make_users(task, args.annotators, args.validators)))
+                seed_queue(task, round_, 200)
+                results["forward_limit"] = forward_limit(versions, args.forward_seconds)
+                print(f"forward limit: {results['forward_limit']}", flush=True)
+                stack.launch("worker", [str(BIN / "celery"), "-A", "dynabench_site", "worker", "--loglevel=warning",
+                                        "--concurrency", str(args.worker_concurrency), "-Q", "dynabench",
+                                        "-n", f"load-{web}@%h", "--without-gossip", "--without-mingle"])
+                stack.launch("web", [str(BIN / "gunicorn"), "dynabench_site.wsgi", "-b", f"127.0.0.1:{web}",
+                                     "-w", str(args.web_workers), "--timeout", "60",
+                                     *(["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else [])])
+                host = f"http://127.0.0.1:{web}"
+                wait_for("gunicorn", lambda: http_ok(f"{host}/api/tasks/"), 90)
+                time.sleep(3)  # the Celery worker connects
+                stack.check_alive()
+                results["phases"] = []
+                for think in args.think:
+                    phase = run_locust(workdir, env, host, args, think, users_file)
+                    stack.check_alive()
+                    print(f"think {think:g} s: {phase}", flush=True)
+                    results["phases"].append(phase)
+                results["forward_limit_after"] = forward_limit(versions, args.forward_seconds)
+            finally:
+                stack.stop("web")
+                stack.stop("worker")
+                server.stop()
+    finally:
+        stack.stop_all()
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep_db:
+            pgdb.drop(DB)
+    results["load_after"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
+    return results
+
+
+def report(r: dict, args) -> str:
+    mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    limit = r["forward_limit"]["examples_per_s"]
+    rows = "\n".join(
+        f"| {p['think_s']:g} s | {p['submissions_per_s']} | {p['validations_per_s']} | {p['submit_to_verdict_p50_ms']} | "
+        f"{p['submit_to_verdict_p95_ms']} | {p['next_item_p50_ms']} | {p['next_item_p95_ms']} | {p['verdicts']} | "
+        f"{p['errors']} |" for p in r["phases"])
+    verdicts = []
+    for p in r["phases"]:
+        p95 = p["submit_to_verdict_p95_ms"]
+        ratio = p["submissions_per_s"] / limit if limit else 0
+        verdicts.append(
+            f"- think {p['think_s']:g} s: p95 submit->verdict {p95} ms ({'met' if p95 is not None and p95 < 1000 else 'NOT met'}"
+            f" for < 1 s); {p['submissions_per_s']} submissions/s = {ratio:.2f} x the forward limit "
+            f"({'met' if ratio >= 0.5 else 'NOT met'} for >= 0.5 x)")
+    encoder = "tiny random encoder (--tiny)" if args.tiny else "real encoder all-MiniLM-L6-v2 (fresh heads)"
+    return f"""# Load: annotators and validators on the production path
+
+Command: `nice -n 10 .venv/bin/python bench/bench_load.py --annotators {args.annotators} --validators {args.validators} \
+--seconds {args.seconds:g} --think {' '.join(f'{t:g}' for t in args.think)} --web-workers {args.web_workers} \
+--web-threads {args.web_threads} --worker-concurrency {args.worker_concurrency}{' --tiny' if args.tiny else ''}`
+
+Machine: {os.cpu_count()} CPUs (nproc), {mem_gb:.0f} GiB RAM, {platform.machine()}, Python {platform.python_version()};
+shared with other work: load average {r['load_before']} before, {r['load_after']} after. Everything below ran on
+this one machine: PostgreSQL, a Redis started by the bench, TorchServe (one worker holding the 3-member
+ensemble), gunicorn ({args.web_workers} {'sync workers' if args.web_threads <= 1 else f'gthread workers x {args.web_threads} threads'}, DEBUG=false), one Celery worker (concurrency
+{args.worker_concurrency}), and locust itself. Models: {encoder}, 3 members, task `{args.task}`.
+
+Batched-forward limit of the same ensemble (TorchServe backend `predict`, 3 members, batches of
+{r['forward_limit']['batch']}, no explanation), same run: **{limit} examples/s** before the load phases,
+{r['forward_limit_after']['examples_per_s']} after.
+
+Each phase: {args.annotators} annotators (submit, then wait for the verdict as the create page does) and
+{args.validators} validators (lease the next item, vote) for {args.seconds:g} s; "think" is the pause between two
+actions of one user (0 = closed loop: each user acts again as soon as it has its answer).
+
+| think | submissions/s | validations/s | submit->verdict p50 ms | p95 ms | validation/next p50 ms | p95 ms | verdicts | errors |
+|---|---|---|---|---|---|---|---|---|
+{rows}
+
+Goals (issue 14): p95 submit->verdict < 1 s at 20 concurrent annotators; sustained submissions/s >= 0.5 x the
+batched-forward limit.
+{chr(10).join(verdicts)}
+
+Raw figures: `{json.dumps(r['phases'])}`
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--annotators", type=int, default=20)
+    parser.add_argument("--validators", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=60)
+    parser.add_argument("--think", type=float, nargs="+", default=[0.0], help="pause between actions, one phase each")
+    parser.add_argument("--task", default="sentiment", help="a demo task (classification)")
+    parser.add_argument("--web-workers", type=int, default=3)
+    parser.add_argument("--web-threads", type=int, default=1, help="> 1: gunicorn gthread workers with this many threads")
+    parser.add_argument("--worker-concurrency", type=int, default=2)
+    parser.add_argument("--forward-seconds", type=float, default=10)
+    parser.add_argument("--tiny", action="store_true", help="a tiny random encoder instead of the real one")
+    parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "load.md")
+    args = parser.parse_args()
+    if not shutil.which("redis-server") or not (BIN / "locust").exists():
+        sys.exit("bench_load needs redis-server and locust (pip install -r requirements.txt)")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop what was started (the finally blocks)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-load-"))
+    try:
+        results = run(workdir, args)
+    except Exception:
+        print(f"bench_load failed; logs kept in {workdir / 'logs'}", file=sys.stderr)
+        raise
+    text = report(results, args)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
