@@ -1,10 +1,17 @@
+import logging
+
 from django.apps import AppConfig
 
 
 def _evaluate_deployed(sender, round, versions, **kwargs) -> None:  # noqa: A002 - the signal's argument name
+    from modelzoo.types import BackendError
     from rounds.evaluation import evaluate_round_ensemble
 
-    evaluate_round_ensemble(round, log=lambda _m: None)
+    try:
+        evaluate_round_ensemble(round, log=lambda _m: None)
+    except BackendError as exc:  # TorchServe not up yet: deploying must not fail; the scores come with the next run
+        logging.getLogger(__name__).warning("round %s deployed, but its ensemble could not be scored for the "
+                                            "leaderboard yet: %s", round, exc)
 
 
 class RoundsConfig(AppConfig):
