@@ -160,7 +160,11 @@ def test_a_non_retryable_error_marks_failed_and_keeps_the_example(writer_api, se
     def broken(self, models, inputs):  # what TorchServe's answer 500 (a broken handler) becomes
         raise TorchServeError(f"model {models[0].name} is broken", retryable=False, status=500)
 
+    def broken_map(self, models, model_input, method, target=None):
+        raise TorchServeError(f"model {models[0].name} is broken", retryable=False, status=500)
+
     monkeypatch.setattr(TorchServeBackend, "predict", broken)
+    monkeypatch.setattr(TorchServeBackend, "explain_ensemble", broken_map)  # a verdict comes with its map
     task, round, context = sentiment
     deploy(round)
     outage.start()

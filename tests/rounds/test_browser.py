@@ -77,7 +77,8 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
     assert shown == ["1", "2"]
     ensembles = [tr.get_attribute("data-round") for tr in browser.find_elements(By.CSS_SELECTOR, "#ensemble-matrix tbody tr")]
     assert ensembles == ["1", "2"]
-    assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart")) == 4
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart")) == 6  # 4 + the seeding section's 2
+    assert browser.find_element(By.ID, "chart-seed-scores").find_element(By.CSS_SELECTOR, "svg.chart")
 
 
 def test_owner_sees_a_worse_ensemble_wait_and_discards_it(browser, transactional_db, settings):
