@@ -126,7 +126,8 @@ class Command(BaseCommand):
         if data["slug"] in SAMPLES:
             name, preset, collection = SAMPLES[data["slug"]]
             reports.append(import_lines(task, sample_lines(name), ImportSpec.from_preset(
-                preset, target="pool", collection=collection, split="train", source="demo-sample")))
+                preset, target="pool", collection=collection, split="train", source="demo-sample",
+                skip_errors=True)))  # rows the task refuses (e.g. an answer over max_answer_chars) are left out
         new = sum(r.created for r in reports)
         state = "created" if created else "already present"
         self.stdout.write(f"{task.slug}: task {state}; {new} new contexts and labelled items")
