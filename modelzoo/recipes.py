@@ -58,7 +58,7 @@ class RecipeSpec:
     warmup: float = 0.06
     dev_fraction: float = 0.1  # carved from the train data when no dev set is given
     dev_min_train: int = 40  # fewer training rows than this: no dev split, no early stopping
-    dev_max: int = 400
+    dev_max: int = 200
     evals: int = 8  # dev evaluations over the planned steps (early stopping granularity)
     patience: int = 2  # evaluations without improvement before stopping
 
@@ -298,7 +298,7 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
                     best, bad = (dev_loss, [p.detach().clone() for p in params]), 0
                 else:
                     bad += 1
-                    stopped = bad >= spec.patience
+                    stopped = bad >= spec.patience and step < steps
     finally:
         base.encoder.layer = layers
         base.embeddings = embeddings
