@@ -51,7 +51,7 @@ class RecipeSpec:
     top_layers: int = 2  # encoder layers fine-tuned (the ones below run once, frozen)
     lr: float = 2e-4
     batch_size: int = 16
-    epochs: int = 3  # passes over large data (early stopping may end sooner)
+    epochs: int = 2  # passes over large data (early stopping may end sooner)
     min_steps: int = 150  # small data: at least this many updates (many passes over a few dozen rows)
     max_steps: int = 2000
     weight_decay: float = 0.01
