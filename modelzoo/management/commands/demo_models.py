@@ -70,8 +70,8 @@ class Command(BaseCommand):
         began = time.perf_counter()
         seeds = list(range(o["members"]))
         head = task.kind_impl.head
-        overrides = {**DEMO_RECIPE.get(head, {}), "encoder": o["encoder"], "max_steps": o["max_steps"],
-                     "epochs": o["epochs"]}
+        given = {"encoder": o["encoder"], "max_steps": o["max_steps"], "epochs": o["epochs"]}
+        overrides = {**DEMO_RECIPE.get(head, {}), **{k: v for k, v in given.items() if v is not None}}
         spec = ensemble_training.default_recipe(task, **overrides)
         self.stdout.write(f"{task.slug}: training {len(seeds)} members on {len(labelled.inputs)} examples "
                           f"({labelled.name}), recipe {o['recipe']}")
