@@ -24,10 +24,10 @@ from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
 
 DEMO_TASKS = ["sentiment", "hate-speech", "nli", "qa"]  # cheapest first: the classifiers are ready soonest
-# Per head: settings of the cached-top recipe for the demo (measured on 2 cores: docs/modelzoo.md).
+# Per head: settings of the cached-top recipe for the demo (figures and costs: docs/benchmarks/modelzoo.md).
 DEMO_RECIPE = {
     "classification": {"top_layers": 2, "epochs": 2, "max_steps": 600, "min_steps": 150, "max_length": 96},
-    "qa": {"top_layers": 3, "epochs": 2, "max_steps": 600, "min_steps": 150, "max_length": 256},
+    "qa": {"top_layers": 2, "epochs": 2, "max_steps": 500, "min_steps": 150, "max_length": 256},
 }
 
 
