@@ -72,9 +72,8 @@ def training_set(task: Task, max_examples: int | None = None) -> data.LabelledSe
     out = data.LabelledSet(f"demo/train x{DEMO_REPEAT}")
     for _ in range(DEMO_REPEAT):
         out.extend(demo)
-    others = [c for c in task.labeled_items.filter(split="train").values_list("collection", flat=True).distinct()
-              if c != "demo"]
-    for collection in sorted(others):
+    others = set(task.labeled_items.filter(split="train").order_by().values_list("collection", flat=True).distinct())
+    for collection in sorted(others - {"demo"}):
         extra = data.labeled_items(task, [collection], "train")
         out.extend(_capped(extra, max_examples))
         out.name += f" + {collection}/train ({len(extra.inputs)})"
