@@ -21,10 +21,13 @@ def sentiment_demo(db):
 
 
 def test_the_sentiment_demo_trains_on_its_items_and_sst2_train_never_on_dev(sentiment_demo, data_dir):
+    for i in range(3):
+        LabeledItemFactory(task=sentiment_demo, collection="extra", input={"text": f"extra row {i}"}, target="neutral")
     labelled = demo.training_set(sentiment_demo, max_examples=200)
     assert labelled.inputs.count({"text": "demo sentence 0"}) == demo.DEMO_REPEAT
+    assert labelled.inputs.count({"text": "extra row 0"}) == 1  # other collections once each
     assert {"text": "held back"} not in labelled.inputs
-    assert "sst2/train sample (200)" in labelled.name and len(labelled.inputs) == 12 * demo.DEMO_REPEAT + 200
+    assert "sst2/train sample (200)" in labelled.name and len(labelled.inputs) == 12 * demo.DEMO_REPEAT + 3 + 200
     dev = {json.loads(line)["sentence"] for line in (data_dir / "sst2" / "dev.jsonl").open()}
     assert not dev & {i["text"] for i in labelled.inputs}
 
