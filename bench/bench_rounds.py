@@ -1,7 +1,7 @@
 """Benchmark: close a round (freeze → … → next round open) with each training recipe, in the same run.
 
     nice -n 10 .venv/bin/python bench/bench_rounds.py [--examples 2000] [--recipe both|cached-top|full]
-        [--pool 2000] [--seeds 0 1 2] [--epochs 2]
+        [--pool 2000] [--seeds 0 1 2] [--epochs 2] [--recipe-settings '{"top_layers": 3}']
 
 Builds a throw-away SQLite database and model store under var/bench/rounds with one sentiment task (SST-2
 labels) per recipe, each identical: a seed pool from SST-2 train, the SST-2 dev set as the base test set,
@@ -102,6 +102,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=2, help="passes of the full recipe")
     parser.add_argument("--recipe", choices=["both", "cached-top", "full"], default="both")
+    parser.add_argument("--recipe-settings", default="{}",
+                        help='JSON: cached-top settings for this run (settings.MODELZOO_RECIPE), e.g. {"top_layers": 3}')
     parser.add_argument("--workdir", default=str(ROOT / "var" / "bench" / "rounds"))
     args = parser.parse_args()
     workdir = Path(args.workdir)
@@ -111,6 +113,7 @@ def main() -> None:
     from django.conf import settings
 
     settings.JOB_RUNNER = "inline"
+    settings.MODELZOO_RECIPE = json.loads(args.recipe_settings)
     if not (Path(settings.DATA_DIR) / "sst2" / "train.jsonl").is_file():
         sys.exit(f"bench_rounds: SST-2 not found under DATA_DIR={settings.DATA_DIR}: cannot run")
     recipes = ["cached-top", "full"] if args.recipe == "both" else [args.recipe]
