@@ -17,7 +17,8 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from modelzoo import demo, ensemble_training, services
+from modelzoo import data, demo, ensemble_training, services
+from modelzoo.heads import get_head
 from modelzoo.progress import tqdm_echo
 from modelzoo.recipes import RECIPES
 from modelzoo.signals import ensemble_deployed
@@ -44,6 +45,8 @@ class Command(BaseCommand):
         parser.add_argument("--epochs", type=int, default=None, help="passes over the data (full recipe: fixed)")
         parser.add_argument("--encoder", default=None, help='"tiny": a small random encoder (tests)')
         parser.add_argument("--no-progress", action="store_true", help="no progress bars (a log file)")
+        parser.add_argument("--demo-items-only", action="store_true",
+                            help="train on the demo's own items only (as before the samples; for comparison)")
         parser.add_argument("--force", action="store_true", help="retrain even when an ensemble is deployed")
 
     def handle(self, *args, **o):
@@ -63,7 +66,8 @@ class Command(BaseCommand):
         if current and not o["force"] and all((v.artifact_path / "zoo.json").is_file() for v in current.ordered_members()):
             self.stdout.write(f"{task.slug}: ensemble already deployed for round {round_.number}")
             return
-        labelled = demo.training_set(task, o["max_examples"])
+        labelled = (data.labeled_items(task, ["demo"], "train") if o["demo_items_only"]
+                    else demo.training_set(task, o["max_examples"]))
         if not labelled.inputs:
             self.stdout.write(f"{task.slug}: no training data, skipped (run `manage.py load_demo` first)")
             return
@@ -78,7 +82,7 @@ class Command(BaseCommand):
         with tqdm_echo(desc=task.slug) if not o["no_progress"] else _null() as echo:
             versions = ensemble_training.train_ensemble(
                 task, labelled, seeds, names=[f"{task.slug}-r{round_.number}-s{s}" for s in seeds], recipe=o["recipe"],
-                spec=spec, full_overrides={k: v for k, v in {"epochs": o["epochs"], "encoder": o["encoder"]}.items() if v},
+                spec=spec, full_overrides=self._full(head, o),
                 echo=echo, reuse=True)
         services.deploy_ensemble(round_, versions)
         self.stdout.write(f"{task.slug}: deployed {', '.join(v.name for v in versions)} for round {round_.number} "
@@ -86,6 +90,13 @@ class Command(BaseCommand):
         for v in versions:
             self.stdout.write(f"  {v.name}: {v.progress_message or v.status}")
         ensemble_deployed.send(sender=self.__class__, round=round_, versions=versions)  # leaderboard; pending verdicts
+
+
+    @staticmethod
+    def _full(head: str, o: dict) -> dict:
+        """The earlier demo recipe: every layer, the head's small-data epochs, lr 1e-4, batch 8."""
+        full = {"epochs": o["epochs"] or get_head(head).small_data_epochs, "lr": 1e-4, "batch_size": 8}
+        return {**full, **({"encoder": o["encoder"]} if o["encoder"] else {})}
 
 
 class _null:
