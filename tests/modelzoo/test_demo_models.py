@@ -57,3 +57,16 @@ def test_evaluate_demo_prints_held_out_figures_of_the_deployed_ensemble(sentimen
     (row,) = json.loads(out.read_text())
     assert set(row["metrics"]) == {"accuracy", "macro_f1", "accuracy_all_labels"}
     assert 0.0 <= row["metrics"]["accuracy"] <= 1.0
+
+
+def test_a_task_with_only_its_demo_items_gets_the_earlier_full_recipe(db, tmp_path):
+    task = TaskFactory(slug="nli", kind="nli")
+    RoundFactory(task=task, number=1)
+    for i, label in enumerate(["entailment", "neutral", "contradiction"] * 2):
+        LabeledItemFactory(task=task, collection="demo", context={"premise": f"A dog runs {i}."},
+                           input={"hypothesis": f"An animal moves {i}."}, target=label)
+    call_command("demo_models", "--tasks", "nli", "--members", "1", "--encoder", "tiny", "--epochs", "1",
+                 "--no-progress")
+    version = ModelVersion.objects.get(task=task)
+    assert version.status == "deployed" and version.lineage == {"data": "demo/train", "examples": 6}
+    assert version.hyperparameters["epochs"] == 1 and "top_layers" not in version.hyperparameters

@@ -1,8 +1,9 @@
 """Train (or reuse) a round-1 ensemble for every demo task with the real encoder, and deploy it.
 
 The data is `modelzoo.demo.training_set` (the demo's own items, the vendored samples, SST-2 train from
-DATA_DIR when present); the recipe is the model zoo's (`modelzoo.ensemble_training`: ``cached-top`` by
-default). The cheap classifiers train first and QA last, each task's ensemble is deployed as soon as it is
+DATA_DIR when present); the recipe is the model zoo's (`modelzoo.ensemble_training`): ``cached-top`` where
+there is sample data, the earlier ``full`` recipe on a task that has only its few dozen demo items (NLI: it
+measured better there, docs/benchmarks/demo.md). The cheap classifiers train first and QA last, each task's ensemble is deployed as soon as it is
 ready, and progress is on each member's ModelVersion row (the task page shows it) — so `make run` can serve
 the site while this runs in the background: submissions meanwhile are saved and answered "pending", and are
 scored when the ensemble is deployed (`ensemble_deployed`).
@@ -25,7 +26,7 @@ from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
 
 DEMO_TASKS = ["sentiment", "hate-speech", "nli", "qa"]  # cheapest first: the classifiers are ready soonest
-# Per head: settings of the cached-top recipe for the demo (figures and costs: docs/benchmarks/modelzoo.md).
+# Per head: settings of the cached-top recipe for the demo (figures and costs: docs/benchmarks/demo.md).
 DEMO_RECIPE = {
     "classification": {"top_layers": 2, "epochs": 2, "max_steps": 600, "min_steps": 150, "max_length": 96},
     "qa": {"top_layers": 2, "epochs": 2, "max_steps": 500, "min_steps": 150, "max_length": 256},
@@ -38,7 +39,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--tasks", nargs="*", default=DEMO_TASKS, help="task slugs (default: the demo tasks)")
         parser.add_argument("--members", type=int, default=3, help="ensemble size (seeds 0..n-1)")
-        parser.add_argument("--recipe", choices=RECIPES, default="cached-top")
+        parser.add_argument("--recipe", choices=("auto", *RECIPES), default="auto",
+                            help="auto: cached-top with the samples; the earlier full recipe for a task that has "
+                                 "only its few dozen demo items (NLI)")
         parser.add_argument("--max-examples", type=int, default=None,
                             help="at most this many rows per extra training collection (a quicker, weaker run)")
         parser.add_argument("--max-steps", type=int, default=None, help="at most this many updates per member")
@@ -66,8 +69,12 @@ class Command(BaseCommand):
         if current and not o["force"] and all((v.artifact_path / "zoo.json").is_file() for v in current.ordered_members()):
             self.stdout.write(f"{task.slug}: ensemble already deployed for round {round_.number}")
             return
-        labelled = (data.labeled_items(task, ["demo"], "train") if o["demo_items_only"]
-                    else demo.training_set(task, o["max_examples"]))
+        own = data.labeled_items(task, ["demo"], "train")
+        labelled = own if o["demo_items_only"] else demo.training_set(task, o["max_examples"])
+        recipe = o["recipe"]
+        if recipe == "auto":  # a few dozen rows and nothing else: every layer is cheap and measured better
+            only_own = len(labelled.inputs) <= demo.DEMO_REPEAT * len(own.inputs)
+            recipe, labelled = ("full", own) if only_own else ("cached-top", labelled)
         if not labelled.inputs:
             self.stdout.write(f"{task.slug}: no training data, skipped (run `manage.py load_demo` first)")
             return
@@ -78,10 +85,10 @@ class Command(BaseCommand):
         overrides = {**DEMO_RECIPE.get(head, {}), **{k: v for k, v in given.items() if v is not None}}
         spec = ensemble_training.default_recipe(task, **overrides)
         self.stdout.write(f"{task.slug}: training {len(seeds)} members on {len(labelled.inputs)} examples "
-                          f"({labelled.name}), recipe {o['recipe']}")
+                          f"({labelled.name}), recipe {recipe}")
         with tqdm_echo(desc=task.slug) if not o["no_progress"] else _null() as echo:
             versions = ensemble_training.train_ensemble(
-                task, labelled, seeds, names=[f"{task.slug}-r{round_.number}-s{s}" for s in seeds], recipe=o["recipe"],
+                task, labelled, seeds, names=[f"{task.slug}-r{round_.number}-s{s}" for s in seeds], recipe=recipe,
                 spec=spec, full_overrides=self._full(head, o),
                 echo=echo, reuse=True)
         services.deploy_ensemble(round_, versions)
