@@ -48,7 +48,7 @@ class RecipeSpec:
     labels: list[str]
     encoder: str = enc.ENCODER_NAME  # or "tiny" (tests)
     max_length: int = 0  # 0: the head's default
-    top_layers: int = 2  # encoder layers fine-tuned (the ones below run once, frozen)
+    top_layers: int = 3  # encoder layers fine-tuned (the ones below run once, frozen)
     lr: float = 2e-4
     batch_size: int = 16
     epochs: int = 2  # passes over large data (early stopping may end sooner)
@@ -60,7 +60,7 @@ class RecipeSpec:
     dev_min_train: int = 40  # fewer training rows than this: no dev split, no early stopping
     dev_max: int = 200
     evals: int = 8  # dev evaluations over the planned steps (early stopping granularity)
-    patience: int = 2  # evaluations without improvement before stopping
+    patience: int = 3  # evaluations without improvement before stopping
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
