@@ -80,7 +80,7 @@ def main() -> None:
             text = aggregate([m[i] for m in per_model]).get("text", "")
             f1 += max(f1_score(text, g) for g in r["answers"]["text"])
             em += max(exact_match(text, g) for g in r["answers"]["text"])
-    print(f"| train questions | top layers | updates/member | members | held-out n | F1 | EM | train wall s | train CPU s |")
+    print("| train questions | top layers | updates/member | members | held-out n | F1 | EM | train wall s | train CPU s |")
     print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     steps = "/".join(str(m["steps"]) for m in metrics)
     print(f"| {len(rows)} | {args.top_layers} | {steps} | {len(seeds)} | {len(held)} | {f1 / len(held):.3f} | "

@@ -31,7 +31,14 @@ import torch
 from modelzoo import encoder as enc
 from modelzoo.heads import HEADS, get_head
 from modelzoo.runtime import configure_threads
-from modelzoo.training import TINY, TrainExample, TrainSpec, build_model, linear_schedule, save_artifact, seed_everything
+from modelzoo.training import (
+    TrainExample,
+    TrainSpec,
+    build_model,
+    linear_schedule,
+    save_artifact,
+    seed_everything,
+)
 
 CACHED_TOP = "cached-top"
 FULL = "full"
