@@ -95,6 +95,9 @@ def _train_cached(task, labelled, seeds, names, spec: RecipeSpec, dev, reuse, pa
     for i, (seed, fp) in enumerate(zip(seeds, fps, strict=True)):
         if versions[i] is not None:
             continue
+        # A run that was stopped (e.g. Ctrl-C on `make run`) left its members "training": they never finish.
+        ModelVersion.objects.filter(task=task, fingerprint=fp, status=Status.TRAINING).update(
+            status=Status.FAILED, error="interrupted; superseded by a new training run", progress_message="interrupted")
         settings_ = MemberSettings(**asdict(spec), seed=seed)
         version = services._create_version(task, settings_, fp, names[i], parent, lineage)
         found = services._artifact_on_disk(task, fp) if reuse else None

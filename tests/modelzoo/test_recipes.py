@@ -135,6 +135,22 @@ def test_the_ensemble_service_registers_ready_versions_with_progress(open_round)
     assert [v.pk for v in again] == [v.pk for v in versions]
 
 
+def test_members_left_training_by_a_stopped_run_are_marked_failed_on_the_next(open_round):
+    task = open_round.task
+    task.config = {"labels": LABELS}
+    task.save()
+    rows = toy_rows(16)
+    labelled = data.LabelledSet("toy", [r.model_input for r in rows], [r.target for r in rows],
+                                [f"k{i}" for i in range(16)])
+    spec = ensemble_training.default_recipe(task, encoder="tiny", max_length=32, min_steps=5)
+    fp = ensemble_training.member_fingerprint(task, spec, 0, labelled.keys)
+    stale = ModelVersion.objects.create(task=task, version=1, name="stopped", head="classification",
+                                        status="training", progress=0.4, fingerprint=fp)
+    (version,) = ensemble_training.train_ensemble(task, labelled, [0], spec=spec)
+    stale.refresh_from_db()
+    assert version.status == "ready" and stale.status == "failed" and "interrupted" in stale.error
+
+
 def test_the_full_recipe_stays_available(open_round):
     task = open_round.task
     rows = toy_rows(16)
