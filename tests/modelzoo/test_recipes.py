@@ -161,3 +161,19 @@ def test_the_full_recipe_stays_available(open_round):
     versions = ensemble_training.train_ensemble(task, labelled, [0], recipe="full",
                                                 full_overrides={"encoder": "tiny", "epochs": 1, "max_length": 32})
     assert versions[0].status == ModelVersion.Status.READY and versions[0].hyperparameters["epochs"] == 1
+
+
+@pytest.mark.integration
+def test_the_recipe_with_the_real_encoder_beats_chance_on_sst2_dev(db, data_dir, tmp_path):
+    from tests.factories import TaskFactory
+
+    task = TaskFactory(slug="sst2", kind="sentiment", config={"labels": LABELS})
+    train_rows = data.jsonl(task, data_dir / "sst2" / "train.jsonl", "sst2")
+    examples = [TrainExample(i, t) for i, t in zip(train_rows.inputs[:320], train_rows.targets[:320], strict=True)]
+    spec = recipes.RecipeSpec(head="classification", labels=LABELS, max_length=64)
+    metrics = recipes.train_ensemble(examples, spec, [tmp_path / "m"], [0], keys=train_rows.keys[:320])[0]
+    assert metrics["frozen_layers"] == 3  # all-MiniLM-L6-v2: 6 layers, the top 3 trained
+    dev = data.jsonl(task, data_dir / "sst2" / "dev.jsonl", "sst2")
+    predictions = Predictor.load(tmp_path / "m").predict(dev.inputs[:200])
+    accuracy = sum(p["label"] == t for p, t in zip(predictions, dev.targets[:200], strict=True)) / 200
+    assert accuracy > 0.65, (accuracy, metrics)
