@@ -1,13 +1,23 @@
 from django.apps import AppConfig
 
 
+def _score_pending(sender, round, versions, **kwargs) -> None:  # noqa: A002 - the signal's argument name
+    """Examples submitted while the round had no models were answered "pending": score them now."""
+    from annotation.jobs import score_pending_of_round
+
+    score_pending_of_round(round.pk)
+
+
 class AnnotationConfig(AppConfig):
     name = "annotation"
 
     def ready(self) -> None:
         # The task API shows figures derived from examples; tasks cannot import annotation, so we provide them.
         from annotation.models import Example
+        from modelzoo.signals import ensemble_deployed
         from tasks import figures
+
+        ensemble_deployed.connect(_score_pending, dispatch_uid="annotation-score-pending-on-deploy")
 
         figures.provide(
             task_figures=lambda task: Example.objects.filter(round__task=task).figures(),

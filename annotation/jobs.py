@@ -88,3 +88,14 @@ def retry_failed(examples: Iterable[Example]) -> int:
             count += 1
             enqueue_scoring(pk)
     return count
+
+
+def score_pending_of_round(round_id: int) -> int:
+    """Queue every pending example of a round for scoring now, whatever its backoff: its round just got an
+    ensemble (e.g. the demo models finished training in the background). `scoring.claim` keeps it to one
+    verdict per example even if a poll queues it too. Returns how many."""
+    ids = list(Example.objects.filter(round_id=round_id, scoring_state=Example.Scoring.PENDING)
+               .order_by("created_at").values_list("pk", flat=True))
+    for example_id in ids:
+        enqueue_scoring(example_id)
+    return len(ids)

@@ -1,11 +1,16 @@
-"""Benchmark: the time each round-pipeline step takes for a round of 2,000 collected examples, real encoder.
+"""Benchmark: close a round (freeze → … → next round open) with each training recipe, in the same run.
 
-    nice -n 10 .venv/bin/python bench/bench_rounds.py [--examples 2000] [--pool 2000] [--seeds 0 1 2] [--epochs 2]
+    nice -n 10 .venv/bin/python bench/bench_rounds.py [--examples 2000] [--recipe both|cached-top|full]
+        [--pool 2000] [--seeds 0 1 2] [--epochs 2] [--recipe-settings '{"top_layers": 3}']
 
-Builds a throw-away SQLite database and model store under var/bench/rounds: a sentiment task (SST-2 labels),
-a seed pool from SST-2 train, the SST-2 dev set as the base test set, round 1 with N collected examples
-(a third fooled; 90% verified), then runs the whole pipeline in this process and prints one Markdown row
-per step. Needs DATA_DIR (the shared datasets) and the offline all-MiniLM-L6-v2 package.
+Builds a throw-away SQLite database and model store under var/bench/rounds with one sentiment task (SST-2
+labels) per recipe, each identical: a seed pool from SST-2 train, the SST-2 dev set as the base test set,
+round 1 with N collected examples (a third fooled; 90% verified). Then it closes round 1 of each task in this
+process (the whole pipeline) and prints one Markdown row per step, the close → next-round-open time, and the
+new ensemble's held-out figures (SST-2 dev) as the pipeline's evaluate step stored them: the same data for
+both recipes, so their speed and accuracy compare. Goal (issue 13): ≤ 5 minutes for 2,000 examples on 2
+cores with no loss of held-out accuracy. Needs DATA_DIR (the shared datasets) and the offline
+all-MiniLM-L6-v2 package; exits non-zero when it cannot run or a pipeline fails.
 """
 
 from __future__ import annotations
@@ -42,22 +47,22 @@ def sst2_lines(path: Path, start: int, count: int) -> list[tuple[int, str]]:
         return [(n, line) for n, line in enumerate(handle, start=1) if start < n <= start + count]
 
 
-def build(data_dir: Path, n_examples: int, n_pool: int):
+def build(data_dir: Path, n_examples: int, n_pool: int, slug: str = "bench"):
     from django.contrib.auth.models import User
 
     from annotation.models import Example
     from tasks.importing import ImportSpec, import_lines
     from tasks.services import create_task, open_next_round
 
-    owner = User.objects.create_superuser("owner", "owner@example.org", "x")
-    task = create_task(slug="bench", name="Bench", kind="sentiment", owners=[owner],
+    owner = User.objects.filter(username="owner").first() or User.objects.create_superuser("owner", "owner@example.org", "x")
+    task = create_task(slug=slug, name=f"Bench {slug}", kind="sentiment", owners=[owner],
                        config={"labels": ["negative", "positive"], "validation": {"scope": "all"}})
     import_lines(task, sst2_lines(data_dir / "sst2/train.jsonl", 0, n_pool),
                  ImportSpec.from_preset("sst2", target="pool", collection="sst2"))
     import_lines(task, sst2_lines(data_dir / "sst2/dev.jsonl", 0, 10**6),
                  ImportSpec.from_preset("sst2", target="eval", collection="sst2", split="test"))
     round1 = open_next_round(task)
-    writers = [User.objects.create_user(f"writer{i}") for i in range(20)]
+    writers = [User.objects.get_or_create(username=f"writer{i}")[0] for i in range(20)]
     rows = [json.loads(line) for _, line in sst2_lines(data_dir / "sst2/train.jsonl", 20000, n_examples)]
     Example.objects.bulk_create([
         Example(round=round1, author=writers[i % 20], input={"text": r["sentence"]},
@@ -68,12 +73,37 @@ def build(data_dir: Path, n_examples: int, n_pool: int):
     return task, owner
 
 
+def run_pipeline(task, owner, recipe: str, args) -> dict:
+    from modelzoo.models import EnsembleScore
+    from rounds import services
+    from rounds.models import PipelineStep
+
+    started = time.perf_counter()
+    run = services.start_pipeline(task, owner, {"seeds": args.seeds, "epochs": args.epochs, "recipe": recipe})
+    total = time.perf_counter() - started
+    run.refresh_from_db()
+    print(f"\n### recipe {recipe}: status {run.status} {run.error}\n")
+    print("| step | seconds | result |\n|---|---:|---|")
+    for step in PipelineStep.objects.filter(run=run).order_by("position"):
+        result = {k: v for k, v in step.result.items() if k not in ("rounds",)}
+        print(f"| {step.name} | {step.seconds:.1f} | {json.dumps(result)[:160]} |")
+    print(f"| **close → next round open** | **{total:.1f}** | |")
+    retrain = PipelineStep.objects.get(run=run, name="retrain")
+    print("\n" + retrain.log)
+    scores = {s.dataset: s.metrics for s in EnsembleScore.objects.filter(task=task, round_number=2)}
+    return {"recipe": recipe, "status": run.status, "total_s": round(total, 1), "retrain_s": round(retrain.seconds, 1),
+            "held_out": scores}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", type=int, default=2000)
     parser.add_argument("--pool", type=int, default=2000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--epochs", type=int, default=2, help="passes of the full recipe")
+    parser.add_argument("--recipe", choices=["both", "cached-top", "full"], default="both")
+    parser.add_argument("--recipe-settings", default="{}",
+                        help='JSON: cached-top settings for this run (settings.MODELZOO_RECIPE), e.g. {"top_layers": 3}')
     parser.add_argument("--workdir", default=str(ROOT / "var" / "bench" / "rounds"))
     args = parser.parse_args()
     workdir = Path(args.workdir)
@@ -83,22 +113,21 @@ def main() -> None:
     from django.conf import settings
 
     settings.JOB_RUNNER = "inline"
-    from rounds import services
-    from rounds.models import PipelineStep
-
-    task, owner = build(Path(settings.DATA_DIR), args.examples, args.pool)
-    started = time.perf_counter()
-    run = services.start_pipeline(task, owner, {"seeds": args.seeds, "epochs": args.epochs})
-    total = time.perf_counter() - started
-    run.refresh_from_db()
-    print(f"status {run.status} {run.error}\n")
-    print("| step | seconds | result |\n|---|---:|---|")
-    for step in PipelineStep.objects.filter(run=run).order_by("position"):
-        result = {k: v for k, v in step.result.items() if k not in ("rounds",)}
-        print(f"| {step.name} | {step.seconds:.1f} | {json.dumps(result)[:160]} |")
-    print(f"| **total** | {total:.1f} | |")
-    print("\n" + PipelineStep.objects.get(run=run, name="retrain").log)
-    print(PipelineStep.objects.get(run=run, name="evaluate").log)
+    settings.MODELZOO_RECIPE = json.loads(args.recipe_settings)
+    if not (Path(settings.DATA_DIR) / "sst2" / "train.jsonl").is_file():
+        sys.exit(f"bench_rounds: SST-2 not found under DATA_DIR={settings.DATA_DIR}: cannot run")
+    recipes = ["cached-top", "full"] if args.recipe == "both" else [args.recipe]
+    results = []
+    for recipe in recipes:
+        task, owner = build(Path(settings.DATA_DIR), args.examples, args.pool, slug=f"bench-{recipe}")
+        results.append(run_pipeline(task, owner, recipe, args))
+    print("\n| recipe | close → open (s) | retrain (s) | held-out (new ensemble) |\n|---|---:|---:|---|")
+    for r in results:
+        held = "; ".join(f"{name}: " + ", ".join(f"{k} {v:.3f}" for k, v in m.items() if isinstance(v, float))
+                         for name, m in r["held_out"].items())
+        print(f"| {r['recipe']} | {r['total_s']} | {r['retrain_s']} | {held} |")
+    if any(r["status"] != "done" for r in results):
+        sys.exit("bench_rounds: a pipeline did not finish")
 
 
 if __name__ == "__main__":

@@ -68,6 +68,21 @@ def jsonl(task: Task, path: Path | str, preset: str | None = None) -> LabelledSe
     return out
 
 
+def from_lines(task: Task, name: str, lines, preset: str | None = None, skip_errors: bool = False) -> LabelledSet:
+    """Numbered JSON lines ((line number, text) pairs), validated by the task kind as the importer does; with
+    `skip_errors` the rows the kind refuses are left out (else any bad row is an error)."""
+    spec = ImportSpec.from_preset(preset, target="eval") if preset else ImportSpec(target="eval")
+    report = ImportReport()
+    records = parse_rows(task, spec, lines, report)
+    if report.errors and not skip_errors:
+        raise ImportFailed(report)
+    kind, config = task.kind_impl, task.typed_config
+    out = LabelledSet(name)
+    for r in records:
+        out.add(kind.model_input(config, r["context"], r["input"]), r["target"], r["key"])
+    return out
+
+
 def load(task: Task, name: str) -> LabelledSet:
     """An imported set by name (see the module docstring)."""
     if name.startswith("jsonl:"):

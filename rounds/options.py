@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -17,6 +17,9 @@ class PipelineOptions(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, max_length=10)
     epochs: int = Field(2, ge=1, le=20)
     batch_size: int = Field(16, ge=1, le=256)
+    recipe: Literal["cached-top", "full"] = Field(
+        "cached-top", description='training recipe (modelzoo.recipes): "cached-top" (frozen lower layers encoded '
+        'once, top blocks per seed, early stopping) or "full" (every layer, `epochs` passes)')
     encoder: str | None = Field(None, description='None: the pretrained encoder; "tiny": a small random one (tests)')
     k: int | None = Field(None, ge=0, le=10000, description="hardness seeds per label; None: the task's seeding.k_per_label")
     pool_max: int | None = Field(None, ge=1, description="pool items scored for hardness (a stable sample); "

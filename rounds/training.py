@@ -1,45 +1,59 @@
 """Retraining between rounds: several seeds on the same data form the next round's ensemble (model zoo).
 
 The data is `rounds.datasets.training_set`: the imported train items and exactly each round's exported train
-split, so nothing that is (or may later be) in a dev or test split is trained on."""
+split, so nothing that is (or may later be) in a dev or test split is trained on. The recipe is the model
+zoo's (`modelzoo.ensemble_training`, the same as the demo models'): by default ``cached-top`` (frozen lower
+layers encoded once for every member, top block(s) fine-tuned per seed, steps scaled to the data, early
+stopping on a dev split carved from the train data); option ``recipe: "full"`` is the earlier recipe (every
+layer, `epochs` fixed passes), kept for comparison."""
 
 from __future__ import annotations
 
+from modelzoo import ensemble_training
 from modelzoo.models import ModelVersion
-from modelzoo.services import default_spec, train_model
 from rounds import datasets
 from rounds.context import StepContext
 
 
 def train_ensemble(ctx: StepContext, round_number: int) -> list[ModelVersion]:
-    """One model version per seed. `reuse` makes a retry register the artifact an earlier attempt finished."""
+    """One model version per seed. Reuse makes a retry register the artifacts an earlier attempt finished."""
     task, opts = ctx.task, ctx.options
     labelled = datasets.training_set(task)
-    ctx.log(f"training data: {len(labelled.inputs)} examples ({labelled.name}); seeds {opts.seeds}")
-    versions: list[ModelVersion] = []
-    for i, seed in enumerate(opts.seeds):
-        spec = default_spec(task, seed=seed, epochs=opts.epochs, batch_size=opts.batch_size, encoder=opts.encoder)
-        echo = _echo(ctx, i, len(opts.seeds), seed)
-        version = train_model(task, spec, labelled, name=f"{task.slug}-r{round_number}-s{seed}", reuse=True, echo=echo)
-        versions.append(version)
-        ctx.save_result(versions=[v.pk for v in versions])
-        ctx.log(f"seed {seed}: {version.name} (v{version.version}) {_loss(version)}")
+    recipe = getattr(opts, "recipe", ensemble_training.CACHED_TOP)
+    ctx.log(f"training data: {len(labelled.inputs)} examples ({labelled.name}); seeds {opts.seeds}; recipe {recipe}")
+    versions = ensemble_training.train_ensemble(
+        task, labelled, opts.seeds, names=[f"{task.slug}-r{round_number}-s{seed}" for seed in opts.seeds],
+        recipe=recipe, spec=ensemble_training.default_recipe(task, encoder=opts.encoder),
+        full_overrides={"epochs": opts.epochs, "batch_size": opts.batch_size, "encoder": opts.encoder},
+        echo=_echo(ctx), reuse=True,
+    )
+    ctx.save_result(versions=[v.pk for v in versions])
+    for version in versions:
+        ctx.log(f"{version.name} (v{version.version}) {_summary(version)}")
     return versions
 
 
-def _echo(ctx: StepContext, index: int, count: int, seed: int):
+def _echo(ctx: StepContext):
     last = [-1.0]
 
-    def report(step: int, total: int, stats: dict[str, float]) -> None:
-        fraction = (index + step / max(total, 1)) / count
-        if fraction - last[0] >= 0.01 or step == total:  # at most ~100 writes per step
+    def report(done: int, total: int, stats: dict[str, float]) -> None:
+        fraction = done / max(total, 1)
+        if fraction - last[0] >= 0.01 or done >= total:  # at most ~100 writes per step
             last[0] = fraction
-            ctx.progress(fraction, f"model {index + 1}/{count} (seed {seed}): step {step}/{total}, "
-                                   f"loss {stats.get('loss', 0):.3f}")
+            member = stats.get("member")
+            what = f"model {int(member) + 1}" if member is not None else "encoding the data"
+            ctx.progress(fraction, f"{what}: {done}/{total}, loss {stats.get('loss', 0):.3f}")
 
     return report
 
 
-def _loss(version: ModelVersion) -> str:
-    loss = (version.metrics or {}).get("train_loss")
-    return f"train loss {loss}" if loss is not None else "(reused)"
+def _summary(version: ModelVersion) -> str:
+    m = version.metrics or {}
+    if "train_loss" not in m:
+        return "(reused)"
+    parts = [f"train loss {m['train_loss']}"]
+    if m.get("dev_loss") is not None:
+        parts.append(f"dev loss {m['dev_loss']:.4f}")
+    if "steps" in m:
+        parts.append(f"{m['steps']} steps{' (stopped early)' if m.get('stopped_early') else ''}")
+    return ", ".join(parts)

@@ -83,3 +83,27 @@ def test_the_expert_queue_can_be_tried_at_once_with_the_demo_accounts():
     expert = Client()
     expert.force_login(person["expert"])
     assert [e.pk for e in expert.get("/tasks/sentiment/expert/").context["examples"]] == [example.pk]
+
+
+@pytest.mark.django_db
+def test_demo_loads_the_vendored_samples_as_training_items_only(settings):
+    call_command("load_demo")
+    qa, hate = Task.objects.get(slug="qa"), Task.objects.get(slug="hate-speech")
+    squad = LabeledItem.objects.filter(task=qa, collection="squad-train")
+    assert squad.count() >= 3900 and set(squad.values_list("split", flat=True)) == {"train"}
+    for item in squad.order_by("?")[:50]:
+        assert item.context["passage"][item.target["start"]:].startswith(item.target["text"])
+    # The 3 SQuAD dev articles are evaluation only: none of their questions is a training item.
+    import json
+
+    held_out = {json.loads(line)["id"] for line in (settings.DATA_DIR / "squad_subset" / "squad_subset.jsonl").open()
+                if json.loads(line)["source_split"] == "squad_v1.1_dev"} if (
+        settings.DATA_DIR / "squad_subset").is_dir() else set()
+    assert not held_out & set(squad.values_list("external_id", flat=True))
+    davidson = LabeledItem.objects.filter(task=hate, collection="davidson-train")
+    assert davidson.count() == 3000
+    assert set(davidson.values_list("target", flat=True)) == {"hateful", "not hateful"}
+    assert set(davidson.values_list("split", flat=True)) == {"train"}
+    from tasks.demo.samples.make_samples import davidson_held_out
+
+    assert not any(davidson_held_out(int(i)) for i in davidson.values_list("external_id", flat=True))

@@ -3,6 +3,10 @@ examples, a short quiz per role (made by the crowd app on `demo_task_loaded`), a
 (three validators, so that verification, disputes and the expert queue can be tried at once with a demo
 quorum of two). The demo accounts hold their roles on every demo task already: no quiz needed.
 
+The QA and hate-speech demos also get the vendored samples of `tasks/demo/samples/` (SQuAD v1.1 train
+articles, a training slice of Davidson et al.; sources and licences in its NOTICE.md) as labelled training
+items of their own collection, so that `demo_models` trains round-1 models worth fooling.
+
 Idempotent: running it again changes nothing that is already there.
 """
 
@@ -23,6 +27,12 @@ from tasks.services import open_next_round
 from tasks.signals import demo_task_loaded
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
+SAMPLES_DIR = DEMO_DIR / "samples"
+# task slug -> (sample file, import preset, collection); the rows are training items (pool, split "train")
+SAMPLES = {
+    "qa": ("squad_train.json", "squad", "squad-train"),
+    "hate-speech": ("davidson_train.jsonl", "davidson", "davidson-train"),
+}
 DEMO_PASSWORD = "dynabench-demo"
 PERSONAS = {
     "owner": (),
@@ -50,6 +60,26 @@ def _row(kind: str, item: dict) -> dict:
 
 def _lines(rows: list[dict]):
     return ((n, json.dumps(r)) for n, r in enumerate(rows, start=1))
+
+
+def squad_rows(path: Path) -> list[dict]:
+    """squad_train.json (articles > paragraphs > [id, question, answer, answer_start]) as rows in the
+    shared data's SQuAD schema (the `squad` import preset reads them)."""
+    rows = []
+    for article in json.loads(path.read_text(encoding="utf-8")):
+        for paragraph in article["paragraphs"]:
+            for qid, question, answer, start in paragraph["qas"]:
+                rows.append({"id": qid, "title": article["title"], "context": paragraph["context"],
+                             "question": question, "answers": {"text": [answer], "answer_start": [start]}})
+    return rows
+
+
+def sample_lines(name: str):
+    """The vendored sample file's rows as numbered JSON lines."""
+    path = SAMPLES_DIR / name
+    if path.suffix == ".json":
+        return _lines(squad_rows(path))
+    return ((n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if line.strip())
 
 
 class Command(BaseCommand):
@@ -93,6 +123,11 @@ class Command(BaseCommand):
             import_lines(task, _lines([_row(kind, i) for i in data["test"]]),
                          ImportSpec(target="eval", collection="demo", split="test", source="demo")),
         ]
+        if data["slug"] in SAMPLES:
+            name, preset, collection = SAMPLES[data["slug"]]
+            reports.append(import_lines(task, sample_lines(name), ImportSpec.from_preset(
+                preset, target="pool", collection=collection, split="train", source="demo-sample",
+                skip_errors=True)))  # rows the task refuses (e.g. an answer over max_answer_chars) are left out
         new = sum(r.created for r in reports)
         state = "created" if created else "already present"
         self.stdout.write(f"{task.slug}: task {state}; {new} new contexts and labelled items")

@@ -1,0 +1,322 @@
+"""Training recipes for an ensemble: several members (different seeds) on one labelled set.
+
+Two recipes (Django-free, like `modelzoo.training`):
+
+- ``"cached-top"`` (the default, `train_ensemble`): the pretrained encoder's lower layers stay frozen and run
+  ONCE over the data; their hidden states are cached (fp16) and every member fine-tunes only the top block(s)
+  and its head on that cache. Members differ by seed (head initialisation, dropout) and data order. The
+  number of steps is scaled to the data (`epochs` passes, at least `min_steps`, at most `max_steps`), and training
+  stops early when the loss on a dev split stops improving; the best checkpoint is kept. The dev split is
+  carved from the TRAIN data (a stable hash of the example keys), or given by the caller.
+- ``"full"`` (`modelzoo.training.train`, today's recipe): every member fine-tunes the whole encoder for a
+  fixed number of epochs. Kept for comparison (bench/bench_rounds.py runs both).
+
+Each member is saved as a complete artifact (full encoder weights: the frozen lower layers as they were, the
+trained top layers and head), in the same format as `modelzoo.training.save_artifact`: serving and
+`modelzoo.runtime` load it like any other model.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from modelzoo import encoder as enc
+from modelzoo.heads import HEADS, get_head
+from modelzoo.runtime import configure_threads
+from modelzoo.training import (
+    TrainExample,
+    TrainSpec,
+    build_model,
+    linear_schedule,
+    save_artifact,
+    seed_everything,
+)
+
+CACHED_TOP = "cached-top"
+FULL = "full"
+RECIPES = (CACHED_TOP, FULL)
+
+Progress = Callable[[int, int, dict[str, float]], None]  # (done, total, {"loss", "member", "phase"})
+
+
+@dataclass
+class RecipeSpec:
+    """Settings of the cached-top recipe (one set for every member; members differ by seed only)."""
+
+    head: str
+    labels: list[str]
+    encoder: str = enc.ENCODER_NAME  # or "tiny" (tests)
+    max_length: int = 0  # 0: the head's default
+    top_layers: int = 3  # encoder layers fine-tuned (the ones below run once, frozen)
+    lr: float = 2e-4
+    batch_size: int = 16
+    epochs: int = 2  # passes over large data (early stopping may end sooner)
+    min_steps: int = 150  # small data: at least this many updates (many passes over a few dozen rows)
+    max_steps: int = 2000
+    weight_decay: float = 0.01
+    warmup: float = 0.06
+    dev_fraction: float = 0.1  # carved from the train data when no dev set is given
+    dev_min_train: int = 40  # fewer training rows than this: no dev split, no early stopping
+    dev_max: int = 200
+    evals: int = 8  # dev evaluations over the planned steps (early stopping granularity)
+    patience: int = 3  # evaluations without improvement before stopping
+
+    def __post_init__(self) -> None:
+        if self.head not in HEADS:
+            raise ValueError(f"head must be one of {', '.join(HEADS)}")
+        get_head(self.head).check_labels(self.labels)
+        if not self.max_length:
+            self.max_length = get_head(self.head).default_max_length
+        if self.top_layers < 1 or self.batch_size < 1 or self.lr <= 0 or self.min_steps < 1 or self.epochs < 1:
+            raise ValueError("top_layers, batch_size, lr, min_steps and epochs must be positive")
+
+    def train_spec(self, seed: int) -> TrainSpec:
+        """The member's settings in the artifact's `training.json` format (`modelzoo.training.TrainSpec`)."""
+        return TrainSpec(head=self.head, labels=list(self.labels), lr=self.lr, batch_size=self.batch_size,
+                         max_length=self.max_length, seed=seed, weight_decay=self.weight_decay, encoder=self.encoder)
+
+
+# -- data -------------------------------------------------------------------------------------------
+
+
+def stable_fraction(key: str) -> float:
+    """A number in [0, 1) fixed by the key (split decisions that do not move between runs)."""
+    return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16) / 16 ** 12
+
+
+def carve_dev(examples: Sequence[TrainExample], keys: Sequence[str] | None, spec: RecipeSpec
+              ) -> tuple[list[TrainExample], list[TrainExample]]:
+    """(train, dev): a stable `dev_fraction` of the train data by key hash (at most `dev_max`); no dev split
+    when the data is too small to spare one."""
+    examples = list(examples)
+    if len(examples) < spec.dev_min_train or spec.dev_fraction <= 0:
+        return examples, []
+    keys = list(keys) if keys is not None else [repr(sorted(e.model_input.items())) for e in examples]
+    ranked = sorted(range(len(examples)), key=lambda i: stable_fraction(keys[i]))
+    n_dev = min(spec.dev_max, max(4, int(len(examples) * spec.dev_fraction)))
+    dev_ids = set(ranked[:n_dev])
+    return [e for i, e in enumerate(examples) if i not in dev_ids], [examples[i] for i in sorted(dev_ids)]
+
+
+def plan_steps(n_train: int, spec: RecipeSpec) -> int:
+    """Updates per member: `epochs` passes, but at least `min_steps` (a few dozen rows need many passes) and
+    at most `max_steps`; early stopping may end sooner."""
+    per_epoch = max(1, -(-n_train // spec.batch_size))
+    return max(1, min(spec.max_steps, max(spec.min_steps, per_epoch * spec.epochs)))
+
+
+class _Passthrough(torch.nn.Module):
+    """Stands in for the embeddings while training on cached hidden states: returns them unchanged."""
+
+    def forward(self, input_ids=None, inputs_embeds=None, **_: Any) -> torch.Tensor:
+        return inputs_embeds
+
+
+class CachedStates:
+    """The frozen lower layers' output for every feature (fp16, unpadded), and the features' targets."""
+
+    def __init__(self, states: list[torch.Tensor], targets: dict[str, list[int]]):
+        self.states, self.targets = states, targets
+
+    def __len__(self) -> int:
+        return len(self.states)
+
+    def batch(self, ids: Sequence[int]) -> dict[str, torch.Tensor]:
+        longest = max(self.states[i].shape[0] for i in ids)
+        hidden = torch.zeros(len(ids), longest, self.states[ids[0]].shape[1])
+        mask = torch.zeros(len(ids), longest, dtype=torch.long)
+        for row, i in enumerate(ids):
+            n = self.states[i].shape[0]
+            hidden[row, :n] = self.states[i].float()
+            mask[row, :n] = 1
+        out = {"inputs_embeds": hidden, "attention_mask": mask}
+        out.update({k: torch.tensor([v[i] for i in ids]) for k, v in self.targets.items()})
+        return out
+
+
+def _layers(model: torch.nn.Module) -> torch.nn.ModuleList:
+    return model.base_model.encoder.layer
+
+
+@torch.inference_mode()
+def encode_lower(model: torch.nn.Module, tokenizer: Any, features: list[dict], target_keys: Sequence[str],
+                 frozen: int, batch_size: int = 32, tick: Callable[[], None] | None = None) -> CachedStates:
+    """Run embeddings + the first `frozen` layers once over every feature (sorted by length: little padding)."""
+    base, layers = model.base_model, _layers(model)
+    base.encoder.layer = torch.nn.ModuleList(list(layers)[:frozen])
+    model.eval()
+    try:
+        order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
+        states: list[torch.Tensor | None] = [None] * len(features)
+        for start in range(0, len(order), batch_size):
+            ids = order[start:start + batch_size]
+            padded = tokenizer.pad([{k: v for k, v in features[i].items() if k not in target_keys} for i in ids],
+                                   return_tensors="pt")
+            args = {k: v for k, v in padded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            hidden = base(**args).last_hidden_state
+            for row, i in enumerate(ids):
+                n = len(features[i]["input_ids"])
+                states[i] = hidden[row, :n].to(torch.float16).clone()
+            if tick:
+                tick()
+    finally:
+        base.encoder.layer = layers
+    return CachedStates(states, {k: [f[k] for f in features] for k in target_keys})
+
+
+def _reset_head(model: torch.nn.Module) -> None:
+    """A fresh head for this member's seed (everything outside the encoder: classifier, qa_outputs)."""
+    std = getattr(model.config, "initializer_range", 0.02)
+    for child in model.children():
+        if child is model.base_model:
+            continue
+        for module in child.modules():
+            if isinstance(module, torch.nn.Linear):
+                torch.nn.init.normal_(module.weight, std=std)
+                if module.bias is not None:
+                    torch.nn.init.zeros_(module.bias)
+
+
+def _trainable(model: torch.nn.Module, frozen: int) -> list[torch.nn.Parameter]:
+    keep: list[torch.nn.Parameter] = []
+    lower = {id(p) for p in model.base_model.embeddings.parameters()}
+    for layer in list(_layers(model))[:frozen]:
+        lower |= {id(p) for p in layer.parameters()}
+    for p in model.parameters():
+        p.requires_grad_(id(p) not in lower)
+        if id(p) not in lower:
+            keep.append(p)
+    return keep
+
+
+@torch.no_grad()
+def _dev_loss(model: torch.nn.Module, cache: CachedStates, batch_size: int) -> float:
+    model.eval()
+    total, n = 0.0, 0
+    for start in range(0, len(cache), batch_size):
+        ids = list(range(start, min(start + batch_size, len(cache))))
+        total += float(model(**cache.batch(ids)).loss) * len(ids)
+        n += len(ids)
+    model.train()
+    return total / max(n, 1)
+
+
+# -- the recipe -------------------------------------------------------------------------------------
+
+
+def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs: Sequence[Path | str],
+                   seeds: Sequence[int], *, dev: Sequence[TrainExample] | None = None,
+                   keys: Sequence[str] | None = None, progress: Progress | None = None,
+                   extra_meta: Sequence[dict[str, Any]] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Train one member per seed with the cached-top recipe and write each to its `out_dirs` entry
+    (atomically). `dev`: labelled examples for early stopping (default: carved from `examples` by `keys`).
+    Returns each member's metrics (train/dev loss, steps, whether it stopped early, seconds)."""
+    if not examples:
+        raise ValueError("no training examples")
+    if len(out_dirs) != len(seeds):
+        raise ValueError("one output folder per seed")
+    configure_threads()
+    started = time.perf_counter()
+    head = get_head(spec.head)
+    train_rows, dev_rows = (list(examples), list(dev)) if dev is not None else carve_dev(examples, keys, spec)
+    tokenizer = enc.load_tokenizer()
+    seed_everything(0)
+    base = build_model(spec.train_spec(0))
+    frozen = max(0, len(_layers(base)) - spec.top_layers)
+    train_features = head.features(tokenizer, train_rows, spec.labels, spec.max_length)
+    dev_features = head.features(tokenizer, dev_rows, spec.labels, spec.max_length) if dev_rows else []
+
+    steps = plan_steps(len(train_features), spec)
+    cache_batches = -(-len(train_features) // 32) + -(-len(dev_features) // 32)
+    total = cache_batches + steps * len(seeds)
+    done = [0]
+
+    def tick(stats: dict[str, float] | None = None) -> None:
+        done[0] += 1
+        if progress:
+            progress(min(done[0], total), total, stats or {"phase": 0.0})
+
+    t0 = time.perf_counter()
+    train_cache = encode_lower(base, tokenizer, train_features, head.target_keys, frozen, tick=tick)
+    dev_cache = encode_lower(base, tokenizer, dev_features, head.target_keys, frozen, tick=tick) if dev_features else None
+    cache_seconds = time.perf_counter() - t0
+
+    metas = extra_meta if isinstance(extra_meta, Sequence) else [extra_meta or {}] * len(seeds)
+    results = []
+    for index, (seed, out_dir) in enumerate(zip(seeds, out_dirs, strict=True)):
+        member_started = time.perf_counter()
+        model = copy.deepcopy(base)
+        seed_everything(seed)
+        _reset_head(model)
+        metrics = _fit_member(model, train_cache, dev_cache, spec, seed, frozen, steps, index, tick)
+        metrics.update({"recipe": CACHED_TOP, "train_examples": len(train_features), "dev_examples": len(dev_features),
+                        "frozen_layers": frozen, "cache_seconds": round(cache_seconds, 2),
+                        "seconds": round(time.perf_counter() - member_started, 2)})
+        meta = {"recipe": {"name": CACHED_TOP, **asdict(spec)}, **(metas[index] or {})}
+        save_artifact(model, tokenizer, spec.train_spec(seed), metrics, Path(out_dir), meta)
+        results.append(metrics)
+        done[0] = cache_batches + steps * (index + 1)  # a member that stopped early skips its remaining steps
+        if progress:
+            progress(done[0], total, {"member": float(index), "loss": metrics["train_loss"]})
+    for m in results:
+        m["ensemble_seconds"] = round(time.perf_counter() - started, 2)
+    return results
+
+
+def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates | None, spec: RecipeSpec, seed: int,
+                frozen: int, steps: int, index: int, tick: Callable[[dict[str, float]], None]) -> dict[str, Any]:
+    base, layers, embeddings = model.base_model, _layers(model), model.base_model.embeddings
+    params = _trainable(model, frozen)
+    base.encoder.layer = torch.nn.ModuleList(list(layers)[frozen:])
+    base.embeddings = _Passthrough()
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
+    scheduler = linear_schedule(optimizer, int(steps * spec.warmup), steps)
+    eval_every = max(1, steps // max(1, spec.evals))
+    best: tuple[float, list[torch.Tensor]] | None = None
+    dev_losses: list[float] = []
+    bad, step, recent, stopped = 0, 0, [], False
+    order: list[int] = []
+    model.train()
+    try:
+        while step < steps and not stopped:
+            if len(order) < spec.batch_size:
+                order += torch.randperm(len(cache), generator=generator).tolist()
+            ids, order = order[:spec.batch_size], order[spec.batch_size:]
+            loss = model(**cache.batch(ids)).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step(), scheduler.step(), optimizer.zero_grad()
+            step += 1
+            recent = (recent + [loss.item()])[-50:]
+            tick({"member": float(index), "loss": sum(recent) / len(recent)})
+            if dev is not None and (step % eval_every == 0 or step == steps):
+                dev_loss = _dev_loss(model, dev, 64)
+                dev_losses.append(round(dev_loss, 4))
+                if best is None or dev_loss < best[0] - 1e-4:
+                    best, bad = (dev_loss, [p.detach().clone() for p in params]), 0
+                else:
+                    bad += 1
+                    stopped = bad >= spec.patience and step < steps
+    finally:
+        base.encoder.layer = layers
+        base.embeddings = embeddings
+        for p in model.parameters():
+            p.requires_grad_(True)
+    if best is not None:
+        with torch.no_grad():
+            for p, kept in zip(params, best[1], strict=True):
+                p.copy_(kept)
+    model.eval()
+    return {"train_loss": round(sum(recent) / max(len(recent), 1), 4), "steps": step, "planned_steps": steps,
+            "stopped_early": stopped, "dev_loss": best[0] if best else None, "dev_losses": dev_losses,
+            "seed": seed}
+

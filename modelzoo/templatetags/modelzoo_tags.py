@@ -1,0 +1,29 @@
+"""`{% load modelzoo_tags %}{% model_training task %}`: on the task page, whether the open round's models are
+ready, and while they train (e.g. `make run` training the demo models in the background) how far they are.
+The tasks app renders the page without importing the model zoo."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from modelzoo import services
+from modelzoo.models import ModelVersion
+
+register = template.Library()
+
+
+def training_state(task) -> dict[str, Any]:
+    """{"ready": bool, "training": [versions], "percent": int | None} for the task's open round."""
+    round_ = task.current_round
+    if round_ is None or services.active_ensemble(round_) is not None:
+        return {"ready": round_ is not None, "training": [], "percent": None}
+    training = list(ModelVersion.objects.filter(task=task, status=ModelVersion.Status.TRAINING).order_by("version"))
+    percent = round(100 * sum(v.progress for v in training) / len(training)) if training else None
+    return {"ready": False, "training": training, "percent": percent}
+
+
+@register.inclusion_tag("modelzoo/_model_training.html")
+def model_training(task) -> dict[str, Any]:
+    return {"task": task, **training_state(task)}
