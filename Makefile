@@ -24,9 +24,14 @@ demo: migrate
 	$(PY) manage.py load_demo
 
 # Development mode is explicit: DEBUG defaults to false everywhere else (docs/SECURITY.md).
+# The site answers within seconds; the demo models train in the background (cheapest task first, each ensemble
+# deployed when ready; progress on each task page, submissions answered "pending" until then).
 run: demo
-	$(PY) manage.py demo_models
-	@echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"
+	@mkdir -p var
+	@echo "Training the demo models in the background: log var/demo_models.log, progress on each task page"
+	@$(PY) manage.py demo_models --no-progress > var/demo_models.log 2>&1 & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
+	echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"; \
 	DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
 
 # The suite runs on the PostgreSQL of this machine kind by default (PostgreSQL-only tests skip on SQLite).

@@ -60,7 +60,8 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     if DATABASES["default"]["NAME"] != ":memory:":
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     # Concurrent page and API requests on the embedded default must wait, not fail, on a locked file.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    # WAL: pages keep reading while the demo models (trained in the background by `make run`) write progress.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, init_command="PRAGMA journal_mode=WAL;")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Jobs: inline without a broker (embedded default), Celery workers with one.
