@@ -166,7 +166,10 @@ def check_models() -> dict[str, Any]:
     for ensemble in ensembles:
         # One TorchServe model per ensemble (`<task>-ens-<ids>`), or one holding all its members.
         refs = _member_refs(ensemble["ensemble"])
-        found = TorchServeBackend.find_model(refs, names) if refs else None
+        if not refs:  # an open round without models yet (still training): nothing to serve, nothing missing
+            ensemble["served"], ensemble["serving_model"] = None, None
+            continue
+        found = TorchServeBackend.find_model(refs, names)
         ensemble["served"] = found is not None
         ensemble["serving_model"] = found[0] if found else None
         missing += not ensemble["served"]
