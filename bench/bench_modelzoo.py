@@ -296,7 +296,7 @@ Best with batching / best without: {speedup:.2f}x. Goal >= 2x: {ok(speedup >= 2)
 |---|---|---|---|---|
 | word occlusion (default; one batch per member, members' predictions included) | {occ["p50"]:.1f} | {occ["p95"]:.1f} | 1 | - |
 | input x gradient (3 members + a prediction pass) | {fast["p50"]:.1f} | {fast["p95"]:.1f} | 1 | - |
-| LayerIntegratedGradients on the predicted logit (3 members) | {lig["p50"]:.1f} | {lig["p95"]:.1f} | {lig["steps"]} | {lig["max_delta"]:.4f} |
+| LayerIntegratedGradients on the predicted logit (3 members) | {lig["p50"]:.1f} | {lig["p95"]:.1f} | {lig["steps"]} | {lig["max_delta"]:.1e} |
 
 LIG delta < 0.1: {ok(lig["max_delta"] < 0.1)}.
 """
