@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from modelzoo.serving import reset_backends
 from tasks import roles
 from tests.factories import ContextFactory, RoundFactory, TaskFactory, UserFactory
 
@@ -106,3 +109,33 @@ def qa_body(context, **extra) -> dict:
         "context_id": context.pk, "input": {"question": "When was the Eiffel Tower completed?"},
         "target": {"text": "1889", "start": QA_PASSAGE.index("1889")}, **extra,
     }
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (closed again when the probe socket goes)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Outage:
+    """Serving pointed at a TorchServe that is not there (the real client gets connection refused), and back."""
+
+    def __init__(self, settings):
+        self.settings = settings
+
+    def start(self) -> None:
+        self.settings.MODEL_BACKEND = "torchserve"
+        self.settings.TORCHSERVE_URL = f"http://127.0.0.1:{closed_port()}"
+        self.settings.TORCHSERVE_MANAGEMENT_URL = f"http://127.0.0.1:{closed_port()}"
+        reset_backends()
+
+    def end(self) -> None:
+        self.settings.MODEL_BACKEND = "inprocess"
+        reset_backends()
+
+
+@pytest.fixture
+def outage(settings):
+    yield Outage(settings)
+    reset_backends()

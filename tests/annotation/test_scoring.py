@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from django.core.management import call_command
 
 from annotation import jobs, scoring
 from annotation.models import Example
-from modelzoo.serving import reset_backends
 from modelzoo.serving.torchserve import TorchServeBackend, TorchServeError
 from tests.annotation.conftest import nli_body, qa_body, sentiment_body
 from tests.factories import ContextFactory
@@ -22,32 +19,8 @@ def post(client, task, body):
     return client.post(f"/api/tasks/{task.slug}/examples/", body, format="json")
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
-class Outage:
-    """Serving pointed at a TorchServe that is not there (the real client gets connection refused), and back."""
-
-    def __init__(self, settings):
-        self.settings = settings
-
-    def start(self) -> None:
-        self.settings.MODEL_BACKEND = "torchserve"
-        self.settings.TORCHSERVE_URL = f"http://127.0.0.1:{closed_port()}"
-        self.settings.TORCHSERVE_MANAGEMENT_URL = f"http://127.0.0.1:{closed_port()}"
-        reset_backends()
-
-    def end(self) -> None:
-        self.settings.MODEL_BACKEND = "inprocess"
-        reset_backends()
-
-
-@pytest.fixture
-def outage(settings) -> Outage:
-    return Outage(settings)
 
 
 def assert_verdict(data: dict, members: int = 2) -> None:

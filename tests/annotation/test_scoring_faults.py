@@ -4,25 +4,18 @@ model server's 409 taken as "try again". The same faults against the whole produ
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from django.test import Client
 
 from annotation import jobs, scoring
 from annotation.models import Example
-from modelzoo.serving import reset_backends
 from modelzoo.serving.torchserve import TorchServeError
-from tests.annotation.conftest import sentiment_body
+from tests.annotation.conftest import closed_port, sentiment_body
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def post(client, task, body):
@@ -49,27 +42,6 @@ def broker_down(settings):
     point(saved["broker_url"], saved["task_always_eager"], saved["result_backend"])
 
 
-class Outage:
-    """Serving pointed at a TorchServe that is not there (the real client gets connection refused), and back."""
-
-    def __init__(self, settings):
-        self.settings = settings
-
-    def start(self) -> None:
-        self.settings.MODEL_BACKEND = "torchserve"
-        self.settings.TORCHSERVE_URL = f"http://127.0.0.1:{closed_port()}"
-        self.settings.TORCHSERVE_MANAGEMENT_URL = f"http://127.0.0.1:{closed_port()}"
-        reset_backends()
-
-    def end(self) -> None:
-        self.settings.MODEL_BACKEND = "inprocess"
-        reset_backends()
-
-
-@pytest.fixture
-def outage(settings):
-    yield Outage(settings)
-    reset_backends()
 
 
 def test_broker_down_the_submission_is_saved_and_answered_202_scoring_delayed(
