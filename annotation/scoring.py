@@ -26,7 +26,7 @@ from django.utils import timezone
 
 from annotation.models import Example
 from modelzoo.services import predict_for_round
-from modelzoo.types import BackendError, RoundVerdict
+from modelzoo.types import BackendError, NoEnsembleYet, RoundVerdict
 from tasks.models import Round, Task
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,9 @@ def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outco
 
 
 def _record_error(example: Example, token: int, exc: BackendError) -> Outcome:
-    retry = exc.retryable and token < max(max_retries(), 1)
+    # Waiting for the round's first models is not a failed try: such an example never gives up (it is scored
+    # when the ensemble is deployed, `annotation.apps`); other retryable errors get SCORING_MAX_RETRIES tries.
+    retry = exc.retryable and (isinstance(exc, NoEnsembleYet) or token < max(max_retries(), 1))
     if retry:
         state, message = Example.Scoring.PENDING, str(exc)
     elif exc.retryable:

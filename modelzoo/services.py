@@ -23,7 +23,7 @@ from modelzoo.models import Ensemble, EnsembleMember, Evaluation, ModelVersion
 from modelzoo.runtime import ZOO_FILE, read_meta
 from modelzoo.serving import ModelRef, get_backend
 from modelzoo.training import Progress, TrainExample, TrainSpec
-from modelzoo.types import BackendError, ModelPrediction, RoundVerdict
+from modelzoo.types import BackendError, ModelPrediction, NoEnsembleYet, RoundVerdict
 from tasks.models import payload_hash
 
 log = logging.getLogger(__name__)
@@ -135,8 +135,8 @@ def predict_for_round(round_, model_inputs: list[dict[str, str]], explain: bool 
     backend returns them (word occlusion of a classification: one batch per member for verdict and map)."""
     ensemble = active_ensemble(round_)
     if ensemble is None:
-        raise BackendError(f"{round_} has no deployed model ensemble yet (run `manage.py demo_models` or "
-                           f"deploy one); retry once it is deployed", retryable=True)
+        raise NoEnsembleYet(f"{round_} has no deployed model ensemble yet (run `manage.py demo_models` or "
+                           f"deploy one); retry once it is deployed")
     members = [ModelRef.of(v) for v in ensemble.ordered_members()]
     backend = get_backend()
     aggregate = get_strategy(ensemble.strategy)

@@ -79,3 +79,11 @@ class BackendError(Unavailable):
     @property
     def retry_after(self) -> int | None:  # type: ignore[override]
         return 5 if self.retryable else None
+
+
+class NoEnsembleYet(BackendError):
+    """The round has no deployed ensemble yet (its models are still training): not a failure of the example.
+    Scoring keeps it pending however many times it is asked, and scores it when the ensemble is deployed."""
+
+    def __init__(self, message: str):
+        super().__init__(message, retryable=True)

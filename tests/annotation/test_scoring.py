@@ -149,6 +149,20 @@ def test_a_non_retryable_error_marks_failed_and_keeps_the_example(writer_api, se
     assert Example.objects.get().scoring_state == "scored"
 
 
+def test_an_example_waiting_for_the_round_s_first_models_never_gives_up_and_is_scored_at_deploy(
+        writer_api, sentiment, deploy, settings):
+    """`make run` trains the demo models in the background: a writer polling meanwhile must not use up the
+    example's tries (it was failed after SCORING_MAX_RETRIES polls before)."""
+    settings.SCORING_MAX_RETRIES, settings.SCORING_RETRY_BASE_SECONDS = 2, 0
+    task, round, context = sentiment
+    example_id = post(writer_api, task, sentiment_body(context)).data["id"]
+    for _ in range(5):
+        assert writer_api.post(f"/api/examples/{example_id}/score/").data["scoring_state"] == "pending"
+    assert Example.objects.get(pk=example_id).scoring_attempts >= 3  # more tries than the limit, still pending
+    deploy(round)
+    assert writer_api.post(f"/api/examples/{example_id}/score/").data["scoring_state"] == "scored"
+
+
 def test_two_workers_never_store_two_verdicts(writer_api, sentiment, deploy):
     task, round, context = sentiment
     example_id = post(writer_api, task, sentiment_body(context)).data["id"]  # no models yet: pending
