@@ -30,6 +30,7 @@ from annotation.serializers import (
     WriterFiguresSerializer,
 )
 from annotation.throttles import SandboxThrottle, TaskSubmissionThrottle
+from dynabench_site.errors import Conflict
 from dynabench_site.params import whole_number
 from tasks import roles
 from tasks.access import TaskScopedMixin, visible_task
@@ -175,7 +176,26 @@ class ScoreView(ExampleView):
     )
     def post(self, request: Request, pk: int) -> Response:
         example = self.get_example(pk, author_only=False)
-        if jobs.revive_if_due(example):
+        if jobs.revive_if_due(example) or scoring.expire_stale_map(example):
+            example.refresh_from_db()
+        return Response(ExampleSerializer(example).data)
+
+
+class WordMapView(ExampleView):
+    http_method_names = ["post", "options"]
+
+    @extend_schema(
+        summary="Ask again for the verdict's word map",
+        description="The word map follows the verdict in a job of its own (`explanation_state`: pending, ready, "
+                    "unavailable). When it is unavailable (the model server was busy, or failed), this queues it "
+                    "again; a pending or ready map is left as it is. 409 while the example has no verdict.",
+        request=None, responses={200: ExampleSerializer, 404: None, 409: None},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        example = self.get_example(pk, author_only=False)
+        if example.scoring_state != Example.Scoring.SCORED:
+            raise Conflict("this example has no verdict yet, so no word map to ask for; poll its `score` link")
+        if jobs.request_map(example):
             example.refresh_from_db()
         return Response(ExampleSerializer(example).data)
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("tasks/<slug:slug>/inspiration/", api.InspirationView.as_view(), name="api-inspiration"),
     path("examples/<int:pk>/", api.ExampleView.as_view(), name="api-example-detail"),
     path("examples/<int:pk>/score/", api.ScoreView.as_view(), name="api-example-score"),
+    path("examples/<int:pk>/word-map/", api.WordMapView.as_view(), name="api-example-word-map"),
     path("examples/<int:pk>/retract/", api.RetractView.as_view(), name="api-example-retract"),
     path("examples/<int:pk>/flag/", api.FlagView.as_view(), name="api-example-flag"),
     path("examples/<int:pk>/explanation/", api.WriterExplanationView.as_view(), name="api-example-explanation"),

@@ -28,16 +28,54 @@ def score_example(self, example_id: int) -> str:
     writer's next poll, or `manage.py score_pending`, retries it once its backoff has passed.
     """
     try:
-        return scoring.score_example(example_id).value
+        outcome = scoring.score_example(example_id)
     except scoring.ScoringDeferred as deferred:
         if self.request.is_eager:
             return "deferred"  # inline: the writer's next poll or the sweep tries again once it is due
         raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
+    if outcome == scoring.Outcome.SCORED:
+        enqueue_map(example_id)
+    return outcome.value
+
+
+# Verdicts before maps: on a Redis broker a message of priority 9 waits behind every message of priority 0 in
+# the same queue (kombu's priority steps), so a worker always takes a waiting verdict before a waiting map. The
+# priority is set by the route of this job (settings.CELERY_TASK_ROUTES).
+MAP_PRIORITY = 9
+
+
+@shared_task(bind=True, name="annotation.explain_example", acks_late=True, max_retries=None, ignore_result=True)
+def explain_example(self, example_id: int) -> str:
+    """Compute the word map of a scored example (after its verdict; retried with backoff on serving errors)."""
+    try:
+        return scoring.explain_example(example_id).value
+    except scoring.ScoringDeferred as deferred:
+        if self.request.is_eager:
+            return "deferred"  # inline: the sweep, or the writer asking again, tries later
+        raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
+
+
+def enqueue_map(example_id: int) -> None:
+    """Queue the word map of a just-scored example. If the queue is unreachable, the map stays pending and is
+    dropped as unavailable after EXPLANATION_MAX_AGE_SECONDS (the verdict is stored either way)."""
+    dispatch(explain_example, example_id)
+
+
+def request_map(example: Example) -> bool:
+    """The writer or an owner asks again for a map that is unavailable: pending again and queued. True when
+    queued."""
+    if not scoring.reopen_map(example):
+        return False
+    enqueue_map(example.pk)
+    return True
 
 
 @shared_task(name="annotation.score_pending", ignore_result=True)
 def score_pending(limit: int = 500) -> int:
     """Re-enqueue pending examples whose job was lost or could not be queued (Celery beat, worker start-up)."""
+    expired = sum(scoring.expire_stale_map(example) for example in scoring.stale_maps(limit))
+    if expired:
+        log.info("map sweep: %s word map(s) whose job was lost marked unavailable", expired)
     return sweep_pending(limit, slack=scoring.sweep_slack())
 
 

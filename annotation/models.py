@@ -15,6 +15,13 @@ class Example(models.Model):
         SCORED = "scored", "Scored"
         FAILED = "failed", "Scoring failed"
 
+    class Map(models.TextChoices):
+        """The word map (explanation) of a verdict: computed by a job of its own after the verdict is stored."""
+        NONE = "", "No map (no verdict yet)"
+        PENDING = "pending", "Map coming"
+        READY = "ready", "Map ready"
+        UNAVAILABLE = "unavailable", "No map (why: `explanation_error`)"
+
     class Consensus(models.TextChoices):
         UNVALIDATED = "unvalidated", "Not yet decided"
         VERIFIED = "verified", "Verified (label confirmed)"
@@ -46,6 +53,11 @@ class Example(models.Model):
     # The scoring job could not be queued (the job queue was unreachable when the example was saved): the
     # example is pending, "scoring delayed", and the pending sweep queues it as soon as the queue is back.
     scoring_delayed = models.BooleanField(default=False, db_default=False)
+    # The verdict comes first; its word map follows from a lower-priority job (annotation.scoring.explain_example).
+    explanation_state = models.CharField(max_length=12, choices=Map.choices, blank=True, default="", db_default="")
+    explanation_error = models.TextField(blank=True, default="", db_default="")
+    explanation_queued_at = models.DateTimeField(null=True, blank=True)
+    explanation_attempts = models.PositiveIntegerField(default=0, db_default=0)
 
     # Writer actions
     retracted = models.BooleanField(default=False)

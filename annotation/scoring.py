@@ -11,6 +11,14 @@ again from the console's health page (`annotation.jobs.retry_failed`). A non-ret
 fails at once. An example whose job could not be queued (broker down) is pending with `scoring_delayed` set,
 and the pending sweep (Celery beat, and every worker at start-up) queues it as soon as the broker is back.
 Queueing a scoring job is `annotation.jobs`; the sandbox (score without storing) is `annotation.services`.
+
+**The verdict first, its word map second.** A verdict is one forward pass of the ensemble; its word map (word
+occlusion: the input plus one row per word, per member) costs many more. So the scoring job stores the verdict
+alone (`explanation_state` "pending") and queues `explain_example`, a job of lower priority (verdict jobs are
+taken first from the same queue): the writer sees the verdict as soon as the forward pass is done and the map
+when it arrives. A map that could not start within EXPLANATION_MAX_AGE_SECONDS of its verdict (the model server
+was busy with verdicts) is dropped as "unavailable", so a backlog of maps never grows without end; the writer,
+or an owner, can ask for it again (`request_map`).
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from annotation.models import Example
-from modelzoo.services import predict_for_round
+from modelzoo.services import explain_verdict, predict_for_round
 from modelzoo.types import BackendError, NoEnsembleYet, RoundVerdict
 from tasks.models import Round, Task
 
@@ -68,7 +76,7 @@ def backoff_seconds(attempts: int) -> float:
     return min(retry_base_seconds() * 2 ** min(max(attempts - 1, 0), 30), retry_max_seconds())
 
 
-def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = True) -> list[RoundVerdict]:
+def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = False) -> list[RoundVerdict]:
     return predict_for_round(round, model_inputs, explain=explain)
 
 
@@ -122,12 +130,16 @@ def transient(exc: BackendError) -> BackendError:
 
 def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:
     fooled = is_fooled(example.round.task, example.target, verdict["ensemble"])
+    explanation = verdict.get("explanation")
+    now = timezone.now()
     stored = Example.objects.filter(
         pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token
     ).update(
         scoring_state=Example.Scoring.SCORED, fooled=fooled, ensemble_prediction=verdict["ensemble"],
-        model_predictions=verdict["models"], explanation=verdict.get("explanation"),
-        model_versions=verdict["model_versions"], scoring_error="", scored_at=timezone.now(), updated_at=timezone.now(),
+        model_predictions=verdict["models"], explanation=explanation,
+        explanation_state=Example.Map.READY if explanation else Example.Map.PENDING, explanation_error="",
+        explanation_queued_at=now, explanation_attempts=0,
+        model_versions=verdict["model_versions"], scoring_error="", scored_at=now, updated_at=now,
     )
     if stored:  # one line per stored verdict: the fault tests count them (never two for one example)
         log.info("verdict stored for example %s (attempt %s, fooled=%s)", example.pk, token, fooled)
@@ -152,6 +164,91 @@ def _record_error(example: Example, token: int, exc: BackendError) -> Outcome:
     if retry:
         raise ScoringDeferred(example.pk, token, str(exc)) from exc
     return Outcome.FAILED
+
+
+# --- the verdict's word map (a job of its own, after the verdict) ---------------------------------
+
+
+def map_max_age() -> float:
+    return float(getattr(settings, "EXPLANATION_MAX_AGE_SECONDS", 60.0))
+
+
+def map_max_retries() -> int:
+    return int(getattr(settings, "EXPLANATION_MAX_RETRIES", 5))
+
+
+MAP_TOO_LATE = ("not computed: the model server was busy with verdicts for more than {age:.0f} s after this one; "
+                "ask for the map again")
+
+
+def explain_example(example_id: int) -> Outcome:
+    """Compute and store the word map of a scored example (idempotent). Raises ScoringDeferred on a retryable
+    serving error (the job retries with backoff, up to EXPLANATION_MAX_RETRIES tries)."""
+    example = Example.objects.select_related("round__task", "context").filter(pk=example_id).first()
+    if example is None or example.scoring_state != Example.Scoring.SCORED:
+        return Outcome.SKIPPED
+    if example.explanation_state != Example.Map.PENDING or expire_stale_map(example):
+        return Outcome.SKIPPED
+    token = example.explanation_attempts + 1
+    if not Example.objects.filter(pk=example.pk, explanation_state=Example.Map.PENDING,
+                                  explanation_attempts=example.explanation_attempts).update(explanation_attempts=token):
+        return Outcome.SKIPPED  # another job took this try
+    try:
+        result = explain_verdict(example.round.task, example.model_versions, model_input_for(example),
+                                 example.ensemble_prediction)
+    except BackendError as exc:
+        return _map_error(example, token, transient(exc))
+    except Exception as exc:  # a bug or an unexpected outage: keep trying a few times
+        log.exception("unexpected error explaining example %s", example.pk)
+        return _map_error(example, token, BackendError(f"{type(exc).__name__}: {exc}", retryable=True))
+    state = Example.Map.READY if result else Example.Map.UNAVAILABLE
+    Example.objects.filter(pk=example.pk, explanation_state=Example.Map.PENDING, explanation_attempts=token).update(
+        explanation=result, explanation_state=state,
+        explanation_error="" if result else "these models give no word map", updated_at=timezone.now(),
+    )
+    return Outcome.SCORED if result else Outcome.FAILED
+
+
+def _map_error(example: Example, token: int, exc: BackendError) -> Outcome:
+    retry = exc.retryable and token < max(map_max_retries(), 1)
+    fields = {"explanation_error": str(exc)[:2000], "updated_at": timezone.now()}
+    if not retry:
+        fields["explanation_state"] = Example.Map.UNAVAILABLE
+    Example.objects.filter(pk=example.pk, explanation_state=Example.Map.PENDING, explanation_attempts=token).update(
+        **fields)
+    log.warning("word map of example %s, attempt %s: %s (%s)", example.pk, token, exc, "will retry" if retry else "given up")
+    if retry:
+        raise ScoringDeferred(example.pk, token, str(exc)) from exc
+    return Outcome.FAILED
+
+
+def expire_stale_map(example: Example, slack: float = 0.0) -> bool:
+    """Drop a map that has waited longer than EXPLANATION_MAX_AGE_SECONDS (+ `slack`) since it was asked for:
+    unavailable, with the reason. True when this call dropped it."""
+    if example.explanation_state != Example.Map.PENDING or example.explanation_queued_at is None:
+        return False
+    age = (timezone.now() - example.explanation_queued_at).total_seconds()
+    if age <= map_max_age() + slack:
+        return False
+    return bool(Example.objects.filter(
+        pk=example.pk, explanation_state=Example.Map.PENDING, explanation_attempts=example.explanation_attempts
+    ).update(explanation_state=Example.Map.UNAVAILABLE, explanation_error=MAP_TOO_LATE.format(age=map_max_age()),
+             updated_at=timezone.now()))
+
+
+def reopen_map(example: Example) -> bool:
+    """Ask again for the map of a scored example whose map is unavailable; True when it is pending again."""
+    return bool(Example.objects.filter(
+        pk=example.pk, scoring_state=Example.Scoring.SCORED, explanation_state=Example.Map.UNAVAILABLE
+    ).update(explanation_state=Example.Map.PENDING, explanation_error="", explanation_attempts=0,
+             explanation_queued_at=timezone.now(), updated_at=timezone.now()))
+
+
+def stale_maps(limit: int = 500) -> list[Example]:
+    """Maps still pending although they waited longer than their maximum age (their job was lost)."""
+    horizon = timezone.now() - timedelta(seconds=map_max_age() + stale_seconds())
+    return list(Example.objects.filter(explanation_state=Example.Map.PENDING, explanation_queued_at__lt=horizon)
+                .order_by("explanation_queued_at")[:limit])
 
 
 # --- recovery: pending examples whose retry is due ------------------------------------------------

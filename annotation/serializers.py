@@ -14,7 +14,7 @@ from tasks.models import Context
 
 VERDICT_FIELDS = (
     "scoring_state", "fooled", "ensemble_prediction", "model_predictions", "explanation", "model_versions",
-    "scoring_attempts", "scoring_error", "scored_at", "scoring_delayed",
+    "scoring_attempts", "scoring_error", "scored_at", "scoring_delayed", "explanation_state", "explanation_error",
 )
 
 
@@ -108,6 +108,7 @@ EXAMPLE_LINKS = {
     "retract": "api-example-retract",
     "flag": "api-example-flag",
     "explanation": "api-example-explanation",
+    "word_map": "api-example-word-map",
     "appeal": "api-example-appeal",
 }
 

@@ -184,7 +184,7 @@ def _by_key(user, task: Task, key: str) -> Example | None:
 def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
     """Validate and score a would-be example without storing anything (BackendError propagates)."""
     clean = clean_submission(task, sub)
-    verdict = scoring.predict(clean.round, [clean.model_input])[0]
+    verdict = scoring.predict(clean.round, [clean.model_input], explain=True)[0]  # nothing is stored: map now
     return {
         "sandbox": True,
         "round": clean.round.number,

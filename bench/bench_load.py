@@ -202,6 +202,7 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
     duration = max(1e-9, min(args.seconds, time.time() - started))
     verdicts, votes = data["verdicts"], data["votes"]
     lat, nxt = data["submit_to_verdict_ms"], data["next_item_ms"]
+    ready = [m["ms"] for m in data.get("maps", []) if m["state"] == "ready"]
     return {
         "think_s": think, "seconds": args.seconds, "verdicts": len(verdicts),
         "pending_at_end": sum(1 for v in verdicts if v["state"] == "pending"),
@@ -209,6 +210,8 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
         "submit_to_verdict_p50_ms": _r(pct(lat, 0.5)), "submit_to_verdict_p95_ms": _r(pct(lat, 0.95)),
         "next_item_p50_ms": _r(pct(nxt, 0.5)), "next_item_p95_ms": _r(pct(nxt, 0.95)),
         "next_items": len(nxt), "errors": len(data["errors"]), "error_kinds": sorted(set(data["errors"]))[:5],
+        "maps_ready": len(ready), "maps_unavailable": sum(1 for m in data.get("maps", []) if m["state"] == "unavailable"),
+        "submit_to_map_p50_ms": _r(pct(ready, 0.5)), "submit_to_map_p95_ms": _r(pct(ready, 0.95)),
     }
 
 
@@ -307,7 +310,8 @@ def report(r: dict, args) -> str:
     rows = "\n".join(
         f"| {p['think_s']:g} s | {p['submissions_per_s']} | {p['validations_per_s']} | {p['submit_to_verdict_p50_ms']} | "
         f"{p['submit_to_verdict_p95_ms']} | {p['next_item_p50_ms']} | {p['next_item_p95_ms']} | {p['verdicts']} | "
-        f"{p['errors']} |" for p in r["phases"])
+        f"{p['errors']} | {p.get('submit_to_map_p50_ms')} | {p.get('submit_to_map_p95_ms')} | "
+        f"{p.get('maps_ready', 0)} / {p.get('maps_unavailable', 0)} |" for p in r["phases"])
     verdicts = []
     for p in r["phases"]:
         p95 = p["submit_to_verdict_p95_ms"]
@@ -337,9 +341,13 @@ Each phase: {args.annotators} annotators (submit, then wait for the verdict as t
 {args.validators} validators (lease the next item, vote) for {args.seconds:g} s; "think" is the pause between two
 actions of one user (0 = closed loop: each user acts again as soon as it has its answer).
 
-| think | submissions/s | validations/s | submit->verdict p50 ms | p95 ms | validation/next p50 ms | p95 ms | verdicts | errors |
-|---|---|---|---|---|---|---|---|---|
+| think | submissions/s | validations/s | submit->verdict p50 ms | p95 ms | validation/next p50 ms | p95 ms | verdicts | errors | submit->map p50 ms | p95 ms | maps ready / unavailable |
+|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
+
+The verdict is the ensemble's forward pass; its word map (word occlusion over the 3 members) follows in a job of
+lower priority, which the annotators poll for in the background as the page does. A map that could not start
+within EXPLANATION_MAX_AGE_SECONDS (60 s) of its verdict is given up as unavailable.
 
 Goals (issue 14): p95 submit->verdict < 1 s at 20 concurrent annotators; sustained submissions/s >= 0.5 x the
 batched-forward limit.

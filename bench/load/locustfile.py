@@ -7,7 +7,10 @@ Run by bench_load.py (headless, bounded time); it passes, through the environmen
 Each user class takes its tokens in turn (one account per simulated person). The annotator does what the
 create page does (frontend/static/js/create.js): POST contexts/next, POST examples with an idempotency key;
 a 201 carries the verdict, a 202 is polled with POST on the example's `score` link, first after 500 ms then
-x1.5 up to 5 s. submit->verdict is the time from the submission's POST to the verdict. The validator does
+x1.5 up to 5 s. submit->verdict is the time from the submission's POST to the verdict. The word map follows
+the verdict (a job of its own): as the page does, the annotator polls for it in the background (first after
+700 ms, x1.5 up to 5 s) while it writes its next example; submit->map is the time from the POST to the map
+(ready, or given up as unavailable: both are counted, by state). The validator does
 what the validate page does: POST validation/next (leases an item), then POST its vote.
 """
 
@@ -22,12 +25,13 @@ import time
 import uuid
 from pathlib import Path
 
+import gevent
 from locust import HttpUser, between, constant, events, task
 
 USERS = json.loads(Path(os.environ["LOAD_USERS"]).read_text(encoding="utf-8"))
 THINK = float(os.environ.get("LOAD_THINK_S", "0"))
 SAMPLES: dict[str, list] = {"submit_to_verdict_ms": [], "next_item_ms": [], "verdicts": [], "votes": [],
-                            "errors": []}
+                            "errors": [], "maps": []}
 _lock = threading.Lock()
 _annotators = itertools.cycle(USERS["annotators"])
 _validators = itertools.cycle(USERS["validators"])
@@ -89,6 +93,23 @@ class Annotator(HttpUser):
         record("verdicts", {"t": time.time(), "state": example.get("scoring_state")})
         events.request.fire(request_type="FLOW", name="submit->verdict", response_time=elapsed_ms,
                             response_length=0, exception=None, context={})
+        if example.get("explanation_state") == "pending":
+            gevent.spawn(self.await_map, example, started)
+        elif example.get("scoring_state") == "scored":
+            record("maps", {"ms": elapsed_ms, "state": example.get("explanation_state")})
+
+    def await_map(self, example: dict, started: float) -> None:
+        delay = 0.7
+        while example.get("explanation_state") == "pending":
+            time.sleep(delay)
+            delay = min(delay * 1.5, 5.0)
+            with self.client.post(example["links"]["score"], name="examples/score (map poll)",
+                                  catch_response=True) as poll:
+                if poll.status_code == 200:
+                    example = poll.json()
+                else:
+                    poll.failure(f"{poll.status_code}: {poll.text[:200]}")
+        record("maps", {"ms": (time.perf_counter() - started) * 1000, "state": example.get("explanation_state")})
 
 
 class Validator(HttpUser):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from django.conf import settings as django_settings
 from django.db import connection
+from django.utils import timezone
 
 from annotation.models import Example
 from tests.annotation.conftest import sentiment_body
@@ -39,15 +40,7 @@ def wait_for(predicate, timeout: float, what: str, log: Path | None = None) -> N
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{tail}")
 
 
-@pytest.fixture
-def worker(settings, tiny_store, tmp_path):
-    """A real `celery worker --pool=solo` on its own queue; the app in this process sends to it."""
-    if connection.vendor != "postgresql":
-        pytest.skip("the worker shares the test database, which needs PostgreSQL (DATABASE_URL)")
-    from dynabench_site.celery import app
-
-    queue = f"annotation-test-{uuid.uuid4().hex[:8]}"
-    log = tmp_path / "worker.log"
+def start_worker(queue: str, log: Path, tiny_store) -> subprocess.Popen:
     env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": BROKER, "CELERY_RESULT_BACKEND": BROKER,
            "CELERY_QUEUE": queue, "MODEL_STORE": str(tiny_store), "MODEL_BACKEND": "inprocess", "C_FORCE_ROOT": "1"}
     command = [str(Path(sys.executable).with_name("celery")), "-A", "dynabench_site", "worker", "--pool=solo",
@@ -55,17 +48,38 @@ def worker(settings, tiny_store, tmp_path):
     with log.open("wb") as out:
         process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,
                                    cwd=django_settings.BASE_DIR, start_new_session=True)
+    wait_for(lambda: b"ready." in log.read_bytes() or process.poll() is not None, 90, "the worker", log)
+    assert process.poll() is None, log.read_text()
+    return process
+
+
+@pytest.fixture
+def queue_on_redis(settings):
+    """The app in this process sends its jobs to a queue of its own on Redis (no worker yet)."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the worker shares the test database, which needs PostgreSQL (DATABASE_URL)")
+    from dynabench_site.celery import app
+
+    queue = f"annotation-test-{uuid.uuid4().hex[:8]}"
     saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "task_default_queue", "result_backend")}
+    send_to(app, settings, broker=BROKER, eager=False, queue=queue)
     try:
-        wait_for(lambda: b"ready." in log.read_bytes() or process.poll() is not None, 90, "the worker", log)
-        assert process.poll() is None, log.read_text()
-        send_to(app, settings, broker=BROKER, eager=False, queue=queue)
-        yield log
+        yield queue
     finally:
         send_to(app, settings, broker=saved["broker_url"], eager=saved["task_always_eager"],
                 queue=saved["task_default_queue"], backend=saved["result_backend"])
-        stop(process)
         purge(queue)
+
+
+@pytest.fixture
+def worker(queue_on_redis, tiny_store, tmp_path):
+    """A real `celery worker --pool=solo` on its own queue; the app in this process sends to it."""
+    log = tmp_path / "worker.log"
+    process = start_worker(queue_on_redis, log, tiny_store)
+    try:
+        yield log
+    finally:
+        stop(process)
 
 
 def send_to(app, settings, *, broker, eager: bool, queue: str, backend=None) -> None:
@@ -90,7 +104,8 @@ def purge(queue: str) -> None:
     import redis
 
     client = redis.Redis.from_url(BROKER)
-    client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    client.delete(queue, *(f"{queue}\x06\x16{p}" for p in (3, 6, 9)), f"_kombu.binding.{queue}",
+                  f"_kombu.binding_permanent.{queue}")
 
 
 def scored(example_id: int) -> bool:
@@ -107,6 +122,40 @@ def test_a_submission_is_scored_by_the_celery_worker(worker, writer_api, sentime
     data = writer_api.get(f"/api/examples/{example_id}/").data
     assert isinstance(data["fooled"], bool) and len(data["model_predictions"]) == 2
     assert "annotation.score_example" in worker.read_text()
+    # The word map follows in a job of its own, on the same worker.
+    wait_for(lambda: Example.objects.get(pk=example_id).explanation_state == "ready", 60, "the word map", worker)
+    data = writer_api.get(f"/api/examples/{example_id}/").data
+    assert data["explanation"]["words"] and data["explanation"]["members"] == 2
+
+
+def test_a_waiting_verdict_is_taken_before_waiting_word_maps(queue_on_redis, tiny_store, tmp_path, writer_api,
+                                                               sentiment, deploy):
+    """Maps queued first, a verdict queued after them: the worker scores the verdict first."""
+    task, round, context = sentiment
+    deploy(round)
+    from annotation import jobs
+
+    earlier = []
+    for i in range(3):  # three scored examples whose maps wait in the queue (no worker yet)
+        body = sentiment_body(context)
+        body["input"] = {"text": f"An earlier example number {i}, quite good."}
+        earlier.append(writer_api.post(f"/api/tasks/{task.slug}/examples/", body, format="json").data["id"])
+    Example.objects.filter(pk__in=earlier).update(scoring_state="scored", ensemble_prediction={"label": "positive"},
+                                                  model_versions=[], explanation_state="pending",
+                                                  explanation_queued_at=timezone.now())
+    for pk in earlier:
+        jobs.enqueue_map(pk)
+    response = writer_api.post(f"/api/tasks/{task.slug}/examples/", sentiment_body(context), format="json")
+    verdict_id = response.data["id"]
+    log = tmp_path / "worker.log"
+    process = start_worker(queue_on_redis, log, tiny_store)
+    try:
+        wait_for(lambda: scored(verdict_id), 60, "the verdict", log)
+        wait_for(lambda: log.read_text().count("annotation.explain_example[") >= 8, 60, "the maps", log)
+    finally:
+        stop(process)
+    received = [line for line in log.read_text().splitlines() if "received" in line]
+    assert "annotation.score_example" in received[0], received
 
 
 def test_the_worker_retries_with_backoff_until_models_are_deployed(worker, writer_api, sentiment, deploy):

@@ -89,3 +89,26 @@ def test_the_qa_page_marks_the_models_answer_in_the_passage_with_its_confidence(
     assert mark.text == answer["text"].strip()
     assert browser.find_element(By.ID, "context-passage").text == QA_PASSAGE  # the passage itself is unchanged
     assert f"confidence {100 * answer['score']:.1f}%" in browser.find_element(By.ID, "ensemble-label").text
+
+
+@pytest.mark.browser
+def test_the_verdict_shows_at_once_and_its_word_map_when_the_map_arrives(browser, writer, sentiment, deploy,
+                                                                          monkeypatch):
+    task, round, _ = sentiment
+    deploy(round)
+    queued = []
+    monkeypatch.setattr("annotation.jobs.enqueue_map", queued.append)  # the map job waits in a queue
+    open_create(browser, writer, task)
+    browser.find_element(By.ID, "input-text").send_keys("The food was delicious and the staff were wonderful.")
+    browser.find_element(By.CSS_SELECTOR, "input[name=target][value=positive]").click()
+    browser.find_element(By.ID, "submit").click()
+    verdict_text(browser)  # the verdict, without its map
+    assert "Working out which words mattered" in browser.find_element(By.ID, "map-pending").text
+    assert not browser.find_elements(By.CSS_SELECTOR, "#heatmap .hm-word")
+
+    from annotation import scoring
+
+    scoring.explain_example(queued[0])  # a worker computes the map; the page's poll picks it up
+    words = wait(browser).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#heatmap .hm-word"))
+    assert any("wonderful" in w.text for w in words)
+    assert "word occlusion over 2 models" in browser.find_element(By.ID, "heatmap-legend").text

@@ -175,6 +175,8 @@ ROWS: list[Row] = [
     Row("api/tasks/<slug:slug>/inspiration/", "GET", p("/api/tasks/sentiment/inspiration/"), WRITERS),
     Row("api/examples/<int:pk>/", "GET", p("/api/examples/{w.example.pk}/"), AUTHOR_OR_OWNERS),
     Row("api/examples/<int:pk>/score/", "POST", p("/api/examples/{w.example.pk}/score/"), AUTHOR_OR_OWNERS, json=True),
+    Row("api/examples/<int:pk>/word-map/", "POST", p("/api/examples/{w.example.pk}/word-map/"), AUTHOR_OR_OWNERS,
+        json=True),
     Row("api/examples/<int:pk>/retract/", "POST", p("/api/examples/{w.example.pk}/retract/"), AUTHOR, json=True),
     Row("api/examples/<int:pk>/flag/", "POST", p("/api/examples/{w.example.pk}/flag/"), AUTHOR,
         lambda w, u: {"reason": "wrong label"}, json=True),

@@ -15,7 +15,7 @@
     stats: cfg.urls.my_stats,
     inspiration: cfg.urls.inspiration,
   };
-  const state = { contextId: null, answer: null, example: null, key: null, startedAt: Date.now(), poll: null };
+  const state = { contextId: null, answer: null, example: null, key: null, startedAt: Date.now(), poll: null, mapPoll: null };
   state.contextId = parseInt($("context").dataset.contextId, 10) || null;
 
   function newKey() {
@@ -270,6 +270,49 @@
 
   const METHOD_NAMES = { occlusion: "word occlusion", input_x_gradient: "input × gradient", integrated_gradients: "integrated gradients" };
 
+  // The map follows the verdict (a job of its own): "pending" shows a note and polls, "unavailable" says why
+  // and offers to ask again.
+  function renderMapState(example) {
+    const box = $("heatmap");
+    box.replaceChildren();
+    $("heatmap-legend").textContent = "";
+    if (example.explanation_state === "pending") {
+      box.append(el("p", { class: "lead map-pending", id: "map-pending" }, "Working out which words mattered to the models…"));
+      scheduleMapPoll(example.id, 700);
+      return;
+    }
+    box.append(el("p", { class: "lead", id: "map-unavailable" }, example.explanation_error
+      ? `No word map: ${example.explanation_error}` : "No word map for this verdict."));
+    if (example.links && example.links.word_map) {
+      const again = el("button", { type: "button", class: "secondary", id: "map-again" }, "Ask for the word map again");
+      again.addEventListener("click", async () => {
+        again.disabled = true;
+        const result = await call("POST", example.links.word_map).catch(() => null);
+        if (result && result.ok) { state.example = result.data; showMap(result.data); } else again.disabled = false;
+      });
+      box.append(again);
+    }
+  }
+
+  function showMap(example) {
+    if (example.explanation && example.explanation.words) renderHeatmap(example.explanation, example.ensemble_prediction);
+    else if (example.explanation_state === "pending" || example.explanation_state === "unavailable") renderMapState(example);
+    else renderHeatmap(example.explanation, example.ensemble_prediction);
+  }
+
+  function scheduleMapPoll(id, delay) {
+    clearTimeout(state.mapPoll);
+    state.mapPoll = setTimeout(async () => {
+      if (!state.example || state.example.id !== id) return;
+      const result = await call("POST", state.example.links.score).catch(() => null);
+      if (!state.example || state.example.id !== id) return;
+      if (result && result.ok && result.data.explanation_state !== "pending") {
+        state.example = result.data;
+        showMap(result.data);
+      } else scheduleMapPoll(id, Math.min(delay * 1.5, 5000));
+    }, delay);
+  }
+
   function renderHeatmap(explanation, prediction) {
     const box = $("heatmap");
     box.replaceChildren();
@@ -325,7 +368,8 @@
       stateText.classList.add(example.fooled ? "fooled" : "not-fooled");
       renderEnsemble(example.ensemble_prediction);
       renderModels(example.model_predictions);
-      renderHeatmap(example.explanation, example.ensemble_prediction);
+      if (sandbox) renderHeatmap(example.explanation, example.ensemble_prediction);
+      else showMap(example);
       if (cfg.answer_is_span) markModelAnswer(example.ensemble_prediction);
       $("verdict-body").hidden = false;
     }
@@ -377,6 +421,7 @@
 
   function tryAgain() {
     clearTimeout(state.poll);
+    clearTimeout(state.mapPoll);
     state.example = null;
     $("verdict").hidden = true;
     clearInputs();
