@@ -159,6 +159,22 @@ def predict_for_round(round_, model_inputs: list[dict[str, str]], explain: bool 
     return verdicts
 
 
+def explain_verdict(task, version_ids: Sequence[int], model_input: dict[str, str],
+                    ensemble_prediction: dict[str, Any], method: str | None = None) -> dict[str, Any] | None:
+    """The word map of a stored verdict: the ensemble's answer (`ensemble_prediction`, as aggregated when the
+    verdict was made) explained over the members that made it (`version_ids`, in their order), by the task's
+    method. What the verdict's second job computes (annotation.scoring.explain_example), so a verdict never
+    waits for its map. Raises BackendError when the server cannot answer now (retryable) or a member is gone
+    (not retryable); None when the models cannot explain."""
+    by_id = ModelVersion.objects.in_bulk(list(version_ids))
+    missing = [pk for pk in version_ids if pk not in by_id]
+    if missing or not version_ids:
+        raise BackendError(f"the models of this verdict are gone (model versions {missing or 'none'})", retryable=False)
+    members = [ModelRef.of(by_id[pk]) for pk in version_ids]
+    target = get_head(members[0].head).target_of(ensemble_prediction)
+    return _explanation(get_backend(), members, model_input, target, method or explanation_method(task))
+
+
 def _verdict(members: list[ModelRef], predictions: list[dict[str, Any]], aggregate, explanation,
              combined: dict[str, Any] | None = None) -> RoundVerdict:
     return RoundVerdict(
