@@ -285,6 +285,10 @@ CACHES = {
 SCORING_RETRY_BASE_SECONDS = float(env_int("SCORING_RETRY_BASE_SECONDS", 2, minimum=1))
 SCORING_MAX_RETRIES = env_int("SCORING_MAX_RETRIES", 15, minimum=0)
 SCORING_STALE_SECONDS = float(env_int("SCORING_STALE_SECONDS", 30, minimum=1))
+# The word map follows the verdict in a job of lower priority (annotation.scoring): one that could not start within
+# this many seconds of its verdict is given up as unavailable (the writer can ask again), so maps never pile up.
+EXPLANATION_MAX_AGE_SECONDS = float(env_int("EXPLANATION_MAX_AGE_SECONDS", 60, minimum=1))
+EXPLANATION_MAX_RETRIES = env_int("EXPLANATION_MAX_RETRIES", 5, minimum=1)
 # The longest wait between two tries: a model server that comes back is used within this many seconds.
 SCORING_RETRY_MAX_SECONDS = float(env_int("SCORING_RETRY_MAX_SECONDS", 20, minimum=1))
 
