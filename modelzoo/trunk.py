@@ -257,9 +257,11 @@ class SharedEnsemble(list):
     """The members (runtime.Predictor, in order) of one ensemble, with the trunks they share. A list of the
     predictors, so that it goes wherever a list of members goes (`explain.explain_ensemble`)."""
 
-    def __init__(self, predictors: Sequence[Any], share: bool | None = None, groups: list[Group] | None = None):
+    def __init__(self, predictors: Sequence[Any], share: bool | None = None, groups: list[Group] | None = None,
+                 pool: Executor | None = None):
         super().__init__(predictors)
         self.groups = groups if groups is not None else cached_plan(self, share)
+        self.pool = pool  # runs the members' tails in parallel when a call gives no pool (the TorchServe worker's)
 
     @classmethod
     def of(cls, predictors: Sequence[Any]) -> SharedEnsemble:
@@ -278,7 +280,7 @@ class SharedEnsemble(list):
             if kept:
                 groups.append(Group([where[m] for m in kept], group.k if len(kept) > 1 else 0))
         groups.sort(key=lambda g: g.lead)
-        return SharedEnsemble([self[m] for m in indices], groups=groups)
+        return SharedEnsemble([self[m] for m in indices], groups=groups, pool=self.pool)
 
     def group_of(self, member: int) -> Group:
         return next(g for g in self.groups if member in g.members)
@@ -291,6 +293,7 @@ class SharedEnsemble(list):
         group's trunk once (under its lead's lock), then each member's tail (under its own lock); a member on
         its own runs its full forward. Under torch.inference_mode."""
         members = list(group.members if members is None else members)
+        pool = pool if pool is not None else self.pool
         if not group.shared:
             return {m: self._full(m, args) for m in members}
         lead = self[group.lead]
@@ -318,6 +321,7 @@ class SharedEnsemble(list):
         """Predictions [member][input] for `members` (default: all, in order), each group's trunk run once for
         the batch. Members on their own run `Predictor.predict` (in `pool` when given)."""
         members = list(range(len(self)) if members is None else members)
+        pool = pool if pool is not None else self.pool
         if not inputs:
             return [[] for _ in members]
         wanted = set(members)

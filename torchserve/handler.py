@@ -72,10 +72,11 @@ class ZooHandler(BaseHandler):
             self.member_ids.append(member.get("id"))
         self.ensemble = (SharedEnsemble(self.predictors, share=share and sharing_enabled())
                          if SharedEnsemble is not None else None)
-        if self.ensemble is not None:
-            log.info("ensemble members and shared trunk layers: %s", self.ensemble.describe())
         wanted = int(os.environ.get("ZOO_MEMBER_THREADS", "0")) or min(len(self.predictors), os.cpu_count() or 1)
         self.pool = ThreadPoolExecutor(max_workers=max(1, wanted), thread_name_prefix="member") if wanted > 1 else None
+        if self.ensemble is not None:
+            self.ensemble.pool = self.pool  # members' top layers in parallel after their shared trunk
+            log.info("ensemble members and shared trunk layers: %s", self.ensemble.describe())
         self.context = context
         self.initialized = True
 
@@ -168,7 +169,7 @@ class ZooHandler(BaseHandler):
         """{member: its predictions of `inputs`, or the exception that input raised}."""
         if self.ensemble is not None:
             try:
-                return dict(zip(members, self.ensemble.predict(inputs, members, pool=self.pool), strict=True))
+                return dict(zip(members, self.ensemble.predict(inputs, members), strict=True))
             except (KeyError, ValueError, TypeError) as exc:
                 return {m: exc for m in members}
 
