@@ -22,6 +22,7 @@ No Django imports (packed into TorchServe archives with `runtime.py`).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import json
@@ -153,24 +154,24 @@ def same_tensors(a: torch.nn.Module, b: torch.nn.Module) -> bool:
 
 
 def tokenizer_key(tokenizer: Any) -> str:
-    """What the tokenizer does, as a digest: the serialised fast tokenizer (vocabulary, normaliser, templates),
-    or the vocabulary and settings of a slow one. Cached on the tokenizer."""
+    """What the tokenizer does, as a digest: the serialised fast tokenizer (vocabulary, normaliser, templates;
+    not the truncation and padding state the last call left on it), or the vocabulary and settings of a slow
+    one. Cached on the tokenizer."""
     cached = getattr(tokenizer, "_zoo_key", None)
     if cached:
         return cached
     backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        text = backend.to_str()
+    if backend is not None:  # without the truncation and padding a call leaves set on it
+        text = json.dumps({k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")},
+                          sort_keys=True)
     else:
         text = json.dumps(sorted(tokenizer.get_vocab().items()))
     extra = repr((type(tokenizer).__name__, getattr(tokenizer, "padding_side", None),
                   getattr(tokenizer, "truncation_side", None), getattr(tokenizer, "pad_token_id", None),
                   getattr(tokenizer, "mask_token_id", None)))
     key = hashlib.sha256((text + extra).encode("utf-8")).hexdigest()
-    try:
+    with contextlib.suppress(AttributeError):
         tokenizer._zoo_key = key
-    except AttributeError:
-        pass
     return key
 
 
@@ -204,17 +205,46 @@ def shared_layers(a: Any, b: Any) -> int:
     return k
 
 
+_MADV_PAGEOUT = 21  # Linux >= 5.4: reclaim these pages (a hint: the data stay the same)
+
+
+def release_pages(modules: Sequence[torch.nn.Module]) -> None:
+    """Hand back to the kernel the pages that comparing the tensors read in. Weights loaded from safetensors are
+    a private mapping of the file, read in lazily: a forward touches only the rows of the word embeddings it
+    looks up, but a comparison reads every byte (~47 MB per MiniLM member), which would otherwise stay in the
+    worker's RSS. MADV_PAGEOUT never changes the data (a page is read back when next used; anonymous memory
+    without swap is left as it is); on other systems this does nothing."""
+    try:
+        import ctypes
+        import mmap
+
+        madvise = ctypes.CDLL("libc.so.6", use_errno=True).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    except (OSError, AttributeError):
+        return
+    page = mmap.PAGESIZE
+    for module in modules:
+        for tensor in list(module.parameters()) + list(module.buffers()):
+            start = tensor.data_ptr()
+            end = start + tensor.numel() * tensor.element_size()
+            first, last = -(-start // page) * page, end // page * page  # whole pages inside the tensor
+            if last > first:
+                madvise(first, last - first, _MADV_PAGEOUT)
+
+
 def plan(predictors: Sequence[Any], share: bool | None = None) -> list[Group]:
     """Groups of members that share a trunk (each with the layers all of them share), in member order; every
     other member is a group of its own (k = 0)."""
     share = sharing_enabled() if share is None else share
     groups: list[Group] = []
+    compared: dict[int, Any] = {}
     for i, predictor in enumerate(predictors):
         if share:
             for group in groups:
                 if group.k == 0 and len(group.members) > 1:
                     continue
                 k = shared_layers(predictors[group.lead], predictor)
+                compared.update({id(predictors[group.lead]): predictors[group.lead], id(predictor): predictor})
                 if k >= 1:
                     group.k = k if len(group.members) == 1 else min(group.k, k)
                     group.members.append(i)
@@ -226,6 +256,8 @@ def plan(predictors: Sequence[Any], share: bool | None = None) -> list[Group]:
     for group in groups:
         if len(group.members) == 1:
             group.k = 0
+    touched = [_structure(p.model) for p in compared.values()]
+    release_pages([m for found in touched if found for m in (found[0].embeddings, *found[1])])
     return groups
 
 

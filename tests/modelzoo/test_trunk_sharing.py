@@ -185,3 +185,13 @@ def test_members_trained_by_the_cached_top_recipe_share_their_frozen_layers(tmp_
 def test_zoo_share_trunk_0_turns_sharing_off(shared, monkeypatch):
     monkeypatch.setenv("ZOO_SHARE_TRUNK", "0")
     assert ensemble(shared).describe() == [([0], 0), ([1], 0), ([2], 0)]
+
+
+def test_a_tokenizer_that_has_been_used_still_matches_a_fresh_one(tmp_path):
+    """A call leaves truncation and padding settings on a fast tokenizer; they are not what it does."""
+    paths = member_artifacts(tmp_path, "classification", LABELS, members=2)
+    first, second = Predictor.load(paths[0]), Predictor.load(paths[1])
+    first.predict(TEXTS)
+    assert first.tokenizer is not second.tokenizer
+    assert trunk.tokenizer_key(first.tokenizer) == trunk.tokenizer_key(second.tokenizer)
+    assert ensemble([first, second]).describe() == [([0, 1], 1)]
