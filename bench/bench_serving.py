@@ -10,14 +10,15 @@ recipe trains), so the members' embeddings and lower layers are bit-identical. T
   0. in process (no HTTP), interleaved: the 3 members' predictions and the occlusion map (verdict + map,
      `explain_ensemble`) with separate forwards vs through the shared trunk, and the largest difference between
      the two (they must agree within 1e-5);
-  1. per-member layout (the oldest): each member its own TorchServe model and worker; a verdict asks the members
+  1. three layouts, registered at once on one TorchServe and their verdicts interleaved:
+     (a) per member (the oldest): each member its own TorchServe model and worker; a verdict asks the members
      in parallel (one HTTP request each) and then explains with the first member (input x gradient); a verdict
      with its occlusion map asks every member for its map of the ensemble's answer, in parallel, and averages;
-  2. per-ensemble layouts, both registered at once and their verdicts interleaved: one TorchServe model per
-     ensemble, one worker holding all members, (a) with `share_trunk: false` in its ensemble.json (every member
-     runs its full forward, as before trunk sharing) and (b) as served now (a shared trunk, members' top layers
-     in the worker's member threads). Verdict: one prediction request, then the first member's input x gradient;
-     verdict with its occlusion map: one `explain_ensemble` request (the members' predictions come with it).
+     (b) per ensemble, one worker holding all members, with `share_trunk: false` in its ensemble.json (every
+     member runs its full forward, as before trunk sharing); (c) per ensemble as served now (a shared trunk,
+     members' top layers in the worker's member threads). Per ensemble, a verdict is one prediction request,
+     then the first member's input x gradient; with its occlusion map: one `explain_ensemble` request (the
+     members' predictions come with it).
 For each layout: RSS (the frontend and that layout's workers, once all are READY and have served), the time to
 register everything, and verdict latency p50/p95 over `n` verdicts per task (after a warm-up). Writes
 docs/benchmarks/serving.md (or --out), keeping its hand-written "## Notes"; exits non-zero if anything fails.
@@ -207,76 +208,59 @@ def register_all(backend, groups: list[list]) -> float:
     return round(time.perf_counter() - started, 1)
 
 
-def measure_per_member(server, backend, refs: dict[str, list], n: int) -> dict:
-    label = "per member (old)"
-    register_s = register_all(backend, [[r] for rs in refs.values() for r in rs])
-    pool = ThreadPoolExecutor(max_workers=8)
-    verdict, mapped = [], []
-    for slug, slug_refs in refs.items():
-        inputs = TASKS[slug][2]
-        for i in range(n + 5):
-            x = inputs[i % len(inputs)]
-            t = time.perf_counter()
-            verdict_per_member(backend, pool, slug_refs, x)
-            t1 = time.perf_counter()
-            mapped_per_member(backend, pool, slug_refs, x)
-            t2 = time.perf_counter()
-            if i >= 5:  # warm-up
-                verdict.append((t1 - t) * 1000)
-                mapped.append((t2 - t1) * 1000)
-    pool.shutdown()
-    rss, processes = tree_rss_mb(torchserve_pid(server))
-    client = server.client()
-    names = client.models()
-    workers = sum(len(d["workers"]) for name in names for d in client.describe(name))
-    result = {"layout": label, "models": len(names), "workers": workers, "rss_mb": round(rss), "register_s": register_s,
-              "verdict": stats(verdict), "mapped": stats(mapped)}
-    print(f"{label}: {result}", flush=True)
-    for name in names:
-        backend.unregister(name)
-    time.sleep(2)
-    return result
+LABELS = {"per_member": "per member (old)", "separate": "per ensemble, full forward per member",
+          "shared": "per ensemble, shared trunk (new)"}
 
 
-def measure_per_ensemble(server, backend, refs: dict[str, list], n: int) -> tuple[dict, dict]:
-    """Both per-ensemble layouts registered at once (separate forwards under ids +100, shared trunk under
-    +200), verdicts interleaved (alternating which goes first)."""
+def measure_layouts(server, backend, refs: dict[str, list], n: int) -> dict[str, dict]:
+    """All three layouts registered at once (per member under the artifacts' ids, per ensemble with separate
+    forwards under ids +100, with the shared trunk under +200), and their verdicts interleaved (the order
+    rotates from one input to the next), so that the machine's load hits all three alike."""
     from modelzoo.archive import build_ensemble_archive
     from modelzoo.serving.torchserve import ensemble_name
 
-    layouts = {"separate": with_ids(refs, 100), "shared": with_ids(refs, 200)}
+    layouts = {"per_member": refs, "separate": with_ids(refs, 100), "shared": with_ids(refs, 200)}
     for rs in layouts["separate"].values():  # built before registering: `register` reuses a complete archive
         build_ensemble_archive([(r.id, r.name, r.path) for r in rs], ensemble_name(rs), server.model_store,
                                share_trunk=False)
     out: dict[str, dict] = {}
     names: dict[str, list[str]] = {}
     for key, layout in layouts.items():
-        out[key] = {"register_s": register_all(backend, list(layout.values()))}
-        names[key] = [ensemble_name(rs) for rs in layout.values()]
+        groups = [[r] for rs in layout.values() for r in rs] if key == "per_member" else list(layout.values())
+        out[key] = {"register_s": register_all(backend, groups)}
+        names[key] = [ensemble_name(g) for g in groups]
+    pool = ThreadPoolExecutor(max_workers=8)
+    calls = {
+        "per_member": (lambda rs, x: verdict_per_member(backend, pool, rs, x),
+                       lambda rs, x: mapped_per_member(backend, pool, rs, x)),
+        "separate": (lambda rs, x: verdict_per_ensemble(backend, rs, x), lambda rs, x: mapped_per_ensemble(backend, rs, x)),
+        "shared": (lambda rs, x: verdict_per_ensemble(backend, rs, x), lambda rs, x: mapped_per_ensemble(backend, rs, x)),
+    }
     samples = {key: {"verdict": [], "mapped": []} for key in layouts}
+    keys = list(layouts)
     for slug in refs:
         inputs = TASKS[slug][2]
         for i in range(n + 5):
             x = inputs[i % len(inputs)]
-            order = list(layouts) if i % 2 == 0 else list(reversed(layouts))
-            for kind, call in (("verdict", verdict_per_ensemble), ("mapped", mapped_per_ensemble)):
+            order = keys[i % 3:] + keys[:i % 3]
+            for kind in (0, 1):
                 for key in order:
                     t = time.perf_counter()
-                    call(backend, layouts[key][slug], x)
-                    if i >= 5:
-                        samples[key][kind].append((time.perf_counter() - t) * 1000)
+                    calls[key][kind](layouts[key][slug], x)
+                    if i >= 5:  # warm-up
+                        samples[key][("verdict", "mapped")[kind]].append((time.perf_counter() - t) * 1000)
+    pool.shutdown()
     client = server.client()
-    labels = {"separate": "per ensemble, full forward per member", "shared": "per ensemble, shared trunk (new)"}
     for key in layouts:
         rss = layout_rss_mb(server, names[key])
-        out[key].update({"layout": labels[key], "models": len(names[key]),
+        out[key].update({"layout": LABELS[key], "models": len(names[key]),
                          "workers": sum(len(d["workers"]) for name in names[key] for d in client.describe(name)),
                          "rss_mb": round(rss) if rss is not None else None,
                          "verdict": stats(samples[key]["verdict"]), "mapped": stats(samples[key]["mapped"])})
-        print(f"{labels[key]}: {out[key]}", flush=True)
+        print(f"{LABELS[key]}: {out[key]}", flush=True)
     for name in client.models():
         backend.unregister(name)
-    return out["separate"], out["shared"]
+    return out
 
 
 def measure_in_process(refs: dict[str, list], n: int) -> dict:
@@ -337,8 +321,7 @@ def run(workdir: Path, args: argparse.Namespace) -> dict:
         try:
             results["idle_rss_mb"] = round(tree_rss_mb(torchserve_pid(server))[0])
             backend = TorchServeBackend(server.client(), server.model_store, batch_size=8, max_batch_delay_ms=5)
-            results["per_member"] = measure_per_member(server, backend, refs, args.n)
-            results["separate"], results["shared"] = measure_per_ensemble(server, backend, refs, args.n)
+            results.update(measure_layouts(server, backend, refs, args.n))
         finally:
             server.stop()
     results["load_after"] = " / ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -377,9 +360,9 @@ A verdict is the ensemble's predictions for one input, then the first member's i
 (the figure measured since the per-ensemble change); "verdict + map" is the verdict with the default occlusion
 map of the ensemble's answer (what scoring does today): one `explain_ensemble` request per ensemble model (the
 members' predictions come from its batch), or, per member, every member's map in parallel, averaged.
-The per-member layout is measured first, alone; then both per-ensemble layouts are registered at once and their
-requests interleaved. RSS: the frontend plus the layout's workers (per member: the whole process tree); TorchServe
-idle (no model): {r['idle_rss_mb']} MB.
+All three layouts are registered at once on one TorchServe and their requests interleaved (the order rotates
+from one input to the next). RSS: the frontend plus that layout's workers; TorchServe idle (no model):
+{r['idle_rss_mb']} MB.
 
 ## Through TorchServe (HTTP)
 
