@@ -208,13 +208,31 @@ def shared_layers(a: Any, b: Any) -> int:
 _MADV_PAGEOUT = 21  # Linux >= 5.4: reclaim these pages (a hint: the data stay the same)
 
 
+def _file_mappings() -> list[tuple[int, int]]:
+    """(start, end) of this process's memory mappings of files, sorted (Linux; empty elsewhere)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and parts[5].startswith("/"):
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            out.append((start, end))
+    return sorted(out)
+
+
 def release_pages(modules: Sequence[torch.nn.Module]) -> None:
     """Hand back to the kernel the pages that comparing the tensors read in. Weights loaded from safetensors are
     a private mapping of the file, read in lazily: a forward touches only the rows of the word embeddings it
     looks up, but a comparison reads every byte (~47 MB per MiniLM member), which would otherwise stay in the
-    worker's RSS. MADV_PAGEOUT never changes the data (a page is read back when next used; anonymous memory
-    without swap is left as it is); on other systems this does nothing."""
+    worker's RSS. Only tensors inside a mapping of a file are concerned (weights in ordinary memory, e.g. a model
+    built in this process, are left alone), and MADV_PAGEOUT never changes the data: a page is read back from the
+    file when next used. Elsewhere than Linux this does nothing."""
     try:
+        import bisect
         import ctypes
         import mmap
 
@@ -222,11 +240,16 @@ def release_pages(modules: Sequence[torch.nn.Module]) -> None:
         madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     except (OSError, AttributeError):
         return
+    mappings = _file_mappings()
+    starts = [m[0] for m in mappings]
     page = mmap.PAGESIZE
     for module in modules:
         for tensor in list(module.parameters()) + list(module.buffers()):
             start = tensor.data_ptr()
             end = start + tensor.numel() * tensor.element_size()
+            at = bisect.bisect_right(starts, start) - 1
+            if at < 0 or end > mappings[at][1]:
+                continue  # not (wholly) in a file mapping
             first, last = -(-start // page) * page, end // page * page  # whole pages inside the tensor
             if last > first:
                 madvise(first, last - first, _MADV_PAGEOUT)
