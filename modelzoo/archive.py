@@ -1,7 +1,7 @@
 """Build self-contained TorchServe archives with torch-model-archiver.
 
 An archive carries the zoo's serving code as a small `modelzoo` package of its own (`runtime.py`,
-`explain.py` and the `heads` package, none of which imports Django), so the handler imports
+`explain.py`, `trunk.py` and the `heads` package, none of which imports Django), so the handler imports
 `modelzoo.runtime` exactly as the in-process backend does, and TorchServe needs nothing from this project.
 
 `build_ensemble_archive` packs every member of an ensemble into ONE archive (`members/<i>/` each, and an
@@ -28,7 +28,7 @@ from modelzoo.serving.base import BackendError
 
 PACKAGE = Path(__file__).resolve().parent
 HANDLER = PACKAGE.parent / "torchserve" / "handler.py"
-RUNTIME_MODULES = ["runtime.py", "explain.py", "heads"]  # inside modelzoo/; a folder goes in whole
+RUNTIME_MODULES = ["runtime.py", "explain.py", "trunk.py", "heads"]  # inside modelzoo/; a folder goes in whole
 WEIGHTS = "model.safetensors"
 ENSEMBLE_FILE = "ensemble.json"
 MANIFEST = Path("MAR-INF") / "MANIFEST.json"
@@ -87,11 +87,13 @@ def archive_is_complete(path: Path | str) -> bool:
 
 
 def build_ensemble_archive(members: Sequence[tuple[int, str, Path | str]], name: str, export_dir: Path | str,
-                           version: str = "1.0") -> Path:
+                           version: str = "1.0", share_trunk: bool = True) -> Path:
     """One archive for an ensemble: `<export_dir>/<name>/` (a TorchServe no-archive folder).
 
     `members`: (model version id, name, artifact folder) in ensemble order. Idempotent: an archive that is
-    already complete is returned as it is (an ensemble's members and their artifacts never change)."""
+    already complete is returned as it is (an ensemble's members and their artifacts never change).
+    `share_trunk=False` (benchmarks) writes `"share_trunk": false` into ensemble.json: the worker then runs every
+    member's full forward even when members share a frozen trunk (`modelzoo.trunk`)."""
     export_dir = Path(export_dir)
     final = export_dir / name
     if archive_is_complete(final):
@@ -114,7 +116,8 @@ def build_ensemble_archive(members: Sequence[tuple[int, str, Path | str]], name:
                 if f.is_file():
                     _link_or_copy(f, target / f.name)
             listing.append({"id": int(version_id), "name": member_name, "dir": f"members/{i}"})
-        (stage / ENSEMBLE_FILE).write_text(json.dumps({"format": 1, "name": name, "members": listing}, indent=1))
+        listing_file = {"format": 1, "name": name, "members": listing, **({} if share_trunk else {"share_trunk": False})}
+        (stage / ENSEMBLE_FILE).write_text(json.dumps(listing_file, indent=1))
         out = Path(tmp) / "out"
         out.mkdir()
         _run_archiver([

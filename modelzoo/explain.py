@@ -6,7 +6,9 @@ No Django imports (packed into TorchServe archives with `runtime.py`).
 score of a word is the drop in the *ensemble's* probability of its answer when that word is deleted from the
 input (the mean of the members' probabilities, as `mean_probs` / `best_mean_span` aggregate them). Every
 perturbation of one input goes to each member in **one** forward batch: the unchanged input plus one row per
-word, with the word's tokens removed (later tokens move up; rows are padded to the longest). Deleting, rather
+word, with the word's tokens removed (later tokens move up; rows are padded to the longest); members that share
+a frozen trunk (`modelzoo.trunk`: the cached-top recipe's members) run the embeddings and lower layers once for
+that batch and only their own top layers and head apart. Deleting, rather
 than replacing the word by [PAD] or [MASK], is exactly what a reader does when trying the sentence without the
 word, and what the faithfulness check (ERASER comprehensiveness: delete the top words) measures; replacement
 leaves a token the model never saw in that place during training. For QA the explained quantity is the
@@ -26,6 +28,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+
+from modelzoo.trunk import SharedEnsemble
 
 OCCLUSION = "occlusion"
 FAST = "input_x_gradient"
@@ -64,10 +68,11 @@ def explain_ensemble(predictors: list, model_input: dict[str, str], method: str 
     check_method(method)
     if not predictors:
         raise ValueError("an ensemble explanation needs at least one model")
+    predictors = SharedEnsemble.of(predictors)  # members that share a frozen trunk run it once per batch
     spec = predictors[0].spec
     predictions = None
     if target is None and (method != OCCLUSION or spec.occlusion_needs_target):
-        predictions = [p.predict([model_input])[0] for p in predictors]
+        predictions = [per_input[0] for per_input in predictors.predict([model_input])]
         target = spec.ensemble_target(predictions)
     if method == OCCLUSION:
         result = occlusion(predictors, model_input, target)
@@ -113,15 +118,24 @@ def legend(method: str, result: dict[str, Any], spec: Any, members: int) -> str:
 
 
 def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: Any) -> dict[str, Any]:
-    """Delete each word in turn; one forward batch per member; score = drop in the mean answer probability."""
-    spec = predictors[0].spec
+    """Delete each word in turn; one forward batch per member (members that share a frozen trunk run it once
+    for the batch, `modelzoo.trunk`); score = drop in the mean answer probability."""
+    ensemble = SharedEnsemble.of(predictors)
+    spec = ensemble[0].spec
+    per_member: dict[int, tuple] = {}
+    for group in ensemble.groups:
+        lead = ensemble[group.lead]
+        with lead.lock:  # the tokenizer is not shared between threads mid-call
+            plan = _occlusion_plan(lead, model_input, target)
+        outputs = ensemble.forward(group, plan["batch"])
+        for m in group.members:
+            per_member[m] = _occlusion_probs(ensemble[m], plan, outputs[m], model_input)
     table: list[torch.Tensor] = []  # per member: [rows, candidates] probabilities, row 0 the unchanged input
     words: list[dict[str, Any]] | None = None
     keys: list[tuple[int, int, int]] = []
     predictions = []
-    for predictor in predictors:
-        with predictor.lock:  # the tokenizer and the model are not shared between threads mid-call
-            member_words, probs, prediction = _occlude_member(predictor, model_input, target)
+    for m in range(len(ensemble)):
+        member_words, probs, prediction = per_member[m]
         member_keys = [(w["segment"], w["start"], w["end"]) for w in member_words]
         if words is None:
             words, keys = member_words, member_keys
@@ -132,7 +146,7 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
         predictions.append(prediction)
     mean = torch.stack(table).mean(0)  # [rows, candidates]
     if spec.labelled:
-        labels = predictors[0].labels
+        labels = ensemble[0].labels
         column = int(mean[0].argmax()) if target is None else labels.index(target)
         name = labels[column]
     else:
@@ -150,8 +164,9 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
     return result
 
 
-def _occlude_member(predictor: Any, model_input: dict[str, str], target: Any):
-    """(words, probabilities [1 + n_words, candidates], this member's prediction from row 0 or None)."""
+def _occlusion_plan(predictor: Any, model_input: dict[str, str], target: Any) -> dict[str, Any]:
+    """The perturbed batch of one input (row 0 unchanged, one row per word or group of words) and what is
+    needed to read the answer's probability from its output: the same for every member that encodes alike."""
     spec = predictor.spec
     encoding = predictor.encode([model_input], offsets=True)
     offsets, seq_ids = encoding["offset_mapping"][0].tolist(), encoding.sequence_ids(0)
@@ -176,18 +191,25 @@ def _occlude_member(predictor: Any, model_input: dict[str, str], target: Any):
         else:
             rows.append([t for t in rows[0] if t not in tokens])
             replaced.append(set())
-    batch = _batch(args, rows, replaced, mask_id, pad_id)
-    with torch.inference_mode():
-        output = predictor.model(**batch)
-    prediction = None
-    if explained is None:  # classification without a target: all labels' probabilities, prediction from row 0
-        probs = torch.softmax(output.logits.float(), dim=-1)
-        prediction = spec.decode(encoding, type(output)(logits=output.logits[:1]), [model_input], predictor.labels)[0]
-    else:
-        probs = explained.probability(output, rows, seq_ids)
     feature_of = {i: f for f, feature in enumerate(features) for i in feature}
     for i, w in enumerate(words):
         w["group"] = len(features[feature_of[i]])
+    return {"encoding": encoding, "seq_ids": seq_ids, "words": words, "rows": rows, "explained": explained,
+            "feature_of": feature_of, "batch": _batch(args, rows, replaced, mask_id, pad_id)}
+
+
+def _occlusion_probs(predictor: Any, plan: dict[str, Any], output: Any, model_input: dict[str, str]):
+    """(words, probabilities [1 + n_words, candidates], this member's prediction from row 0 or None) from one
+    member's output for the plan's batch."""
+    words, explained = plan["words"], plan["explained"]
+    prediction = None
+    if explained is None:  # classification without a target: all labels' probabilities, prediction from row 0
+        probs = torch.softmax(output.logits.float(), dim=-1)
+        prediction = predictor.spec.decode(plan["encoding"], type(output)(logits=output.logits[:1]), [model_input],
+                                           predictor.labels)[0]
+    else:
+        probs = explained.probability(output, plan["rows"], plan["seq_ids"])
+    feature_of = plan["feature_of"]
     # one row per word (a word of a group gets its group's row): the caller works word by word
     probs = torch.cat([probs[:1], probs[1:][torch.tensor([feature_of[i] for i in range(len(words))], dtype=torch.long)]]) \
         if words else probs[:1]

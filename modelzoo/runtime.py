@@ -2,7 +2,9 @@
 
 No Django imports: this module (with `explain.py` and the `heads` package) is packed into every TorchServe
 archive, so the in-process backend and the TorchServe handler run exactly the same code. What depends on the
-kind of output (QA spans, class probabilities) is the model's head spec (`modelzoo.heads`).
+kind of output (QA spans, class probabilities) is the model's head spec (`modelzoo.heads`). The members of an
+ensemble that share a frozen trunk (the cached-top recipe's) run it once per batch: `ensemble(predictors)`
+(`modelzoo.trunk`).
 
 An artifact folder holds `config.json` + `model.safetensors` (Hugging Face layout), the tokenizer files,
 `zoo.json` (head, labels, max length) and, from training, `label_map.json`, `training.json`, `metrics.json`.
@@ -27,6 +29,7 @@ from transformers.utils import logging as hf_logging  # noqa: E402
 from modelzoo import explain as _explain  # noqa: E402
 from modelzoo.heads import get_head  # noqa: E402
 from modelzoo.heads.base import HeadSpec  # noqa: E402
+from modelzoo.trunk import SharedEnsemble  # noqa: E402
 
 hf_logging.disable_progress_bar()  # transformers 5 draws a bar for every load and save
 
@@ -112,6 +115,13 @@ class Predictor:
             target = self.spec.target_of(self.predict([model_input])[0])
         with self.lock:
             return _explain.explain(self, model_input, method, target)
+
+
+def ensemble(predictors: list[Predictor], share: bool | None = None) -> SharedEnsemble:
+    """The members of one ensemble, with the frozen trunk they share found by comparing their tensors
+    (`modelzoo.trunk`; `share=False` or ZOO_SHARE_TRUNK=0: every member runs its own full forward).
+    `.predict(inputs)` -> [member][input]; `explain_ensemble` takes it as the list of members."""
+    return SharedEnsemble(predictors, share)
 
 
 def explain_ensemble(predictors: list[Predictor], model_input: dict[str, str], method: str = _explain.DEFAULT_METHOD,

@@ -17,12 +17,16 @@ Requests (JSON):
 `members` (indices into ensemble.json, default all) lets a caller ask part of the ensemble (evaluating one
 member). Requests that TorchServe batches together are answered with one forward pass per member; members
 run in parallel threads (ZOO_MEMBER_THREADS, default min(members, CPUs)), one torch thread each.
+Members that share a frozen trunk (the cached-top recipe's: bit-identical embeddings and lower layers, found at
+load by comparing the tensors, `modelzoo.trunk`) run it once per batch, then their own top layers and heads in
+those threads; `"share_trunk": false` in ensemble.json or ZOO_SHARE_TRUNK=0 turns that off.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +36,7 @@ from typing import Any
 from ts.torch_handler.base_handler import BaseHandler
 
 ENSEMBLE_FILE = "ensemble.json"
+log = logging.getLogger(__name__)
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
 
 
@@ -44,10 +49,15 @@ class ZooHandler(BaseHandler):
         from modelzoo import explain as zoo_explain
         from modelzoo.runtime import Predictor, configure_threads, load_model, read_meta
 
+        try:  # archives built before trunk sharing have no modelzoo.trunk (the handler is packed with them)
+            from modelzoo.trunk import SharedEnsemble, sharing_enabled
+        except ImportError:
+            SharedEnsemble = sharing_enabled = None  # noqa: N806
+
         configure_threads()  # ZOO_TORCH_THREADS, default 1: parallelism comes from members and workers
         _limit_malloc_arenas()
         self.explain_module = zoo_explain
-        listing = _members(Path(model_dir))
+        listing, share = _members(Path(model_dir))
         tokenizers: dict[str, Any] = {}
         self.predictors, self.member_ids = [], []
         for member in listing:
@@ -60,8 +70,13 @@ class ZooHandler(BaseHandler):
             meta = read_meta(folder)
             self.predictors.append(Predictor(load_model(folder, meta["head"]), tokenizers[key], meta))
             self.member_ids.append(member.get("id"))
+        self.ensemble = (SharedEnsemble(self.predictors, share=share and sharing_enabled())
+                         if SharedEnsemble is not None else None)
         wanted = int(os.environ.get("ZOO_MEMBER_THREADS", "0")) or min(len(self.predictors), os.cpu_count() or 1)
         self.pool = ThreadPoolExecutor(max_workers=max(1, wanted), thread_name_prefix="member") if wanted > 1 else None
+        if self.ensemble is not None:
+            self.ensemble.pool = self.pool  # members' top layers in parallel after their shared trunk
+            log.info("ensemble members and shared trunk layers: %s", self.ensemble.describe())
         self.context = context
         self.initialized = True
 
@@ -99,7 +114,9 @@ class ZooHandler(BaseHandler):
             explain_ensemble = getattr(self.explain_module, "explain_ensemble", None)
             if explain_ensemble is None:
                 raise LookupError("this archive's serving code cannot explain an ensemble")
-            predictors = [self.predictors[m] for m in self._indices(body.get("members"))]
+            indices = self._indices(body.get("members"))
+            predictors = (self.ensemble.subset(indices) if self.ensemble is not None
+                          else [self.predictors[m] for m in indices])
             return explain_ensemble(predictors, body["input"], method, target)
         [member] = self._indices([body.get("member", 0)])
         return self.predictors[member].explain(body["input"], method, target)
@@ -122,13 +139,18 @@ class ZooHandler(BaseHandler):
             wanted.append((i, items, members))
         if not wanted:
             return
-        # One forward per member over the inputs of every request that asks it.
+        # One forward per member over the inputs of every request that asks it; members asked by the same
+        # requests get the same batch, so those that share a trunk run it once.
         per_member: dict[int, list[tuple[int, list[dict[str, Any]]]]] = {}
         for i, items, members in wanted:
             for m in members:
                 per_member.setdefault(m, []).append((i, items))
-        jobs = {m: [x for _, items in asks for x in items] for m, asks in per_member.items()}
-        results = self._run(jobs)
+        by_asks: dict[tuple[int, ...], list[int]] = {}
+        for m, asks in per_member.items():
+            by_asks.setdefault(tuple(i for i, _ in asks), []).append(m)
+        results: dict[int, Any] = {}
+        for members in by_asks.values():
+            results.update(self._run(members, [x for _, items in per_member[members[0]] for x in items]))
         answers: dict[tuple[int, int], list[Any]] = {}
         for m, asks in per_member.items():
             outcome, start = results[m], 0
@@ -143,16 +165,23 @@ class ZooHandler(BaseHandler):
                 replies[i] = {"predictions": [answers[(i, m)] for m in members],
                               "members": [self.member_ids[m] for m in members]}
 
-    def _run(self, jobs: dict[int, list[dict[str, Any]]]) -> dict[int, Any]:
+    def _run(self, members: list[int], inputs: list[dict[str, Any]]) -> dict[int, Any]:
+        """{member: its predictions of `inputs`, or the exception that input raised}."""
+        if self.ensemble is not None:
+            try:
+                return dict(zip(members, self.ensemble.predict(inputs, members), strict=True))
+            except (KeyError, ValueError, TypeError) as exc:
+                return {m: exc for m in members}
+
         def one(m: int) -> Any:
             try:
-                return self.predictors[m].predict(jobs[m])
+                return self.predictors[m].predict(inputs)
             except (KeyError, ValueError, TypeError) as exc:
                 return exc
 
-        if self.pool is None or len(jobs) == 1:
-            return {m: one(m) for m in jobs}
-        futures = {m: self.pool.submit(one, m) for m in jobs}
+        if self.pool is None or len(members) == 1:
+            return {m: one(m) for m in members}
+        futures = {m: self.pool.submit(one, m) for m in members}
         return {m: f.result() for m, f in futures.items()}
 
     def _indices(self, members: Any) -> list[int]:
@@ -181,11 +210,13 @@ def _limit_malloc_arenas(arenas: int = 2) -> None:
         pass
 
 
-def _members(model_dir: Path) -> list[dict[str, Any]]:
+def _members(model_dir: Path) -> tuple[list[dict[str, Any]], bool]:
+    """(the members in order, whether they may share a frozen trunk)."""
     listing = model_dir / ENSEMBLE_FILE
     if listing.is_file():
-        return json.loads(listing.read_text(encoding="utf-8"))["members"]
-    return [{"id": None, "name": model_dir.name, "dir": "."}]  # a single-model archive
+        data = json.loads(listing.read_text(encoding="utf-8"))
+        return data["members"], bool(data.get("share_trunk", True))
+    return [{"id": None, "name": model_dir.name, "dir": "."}], True  # a single-model archive
 
 
 def _tokenizer_key(folder: Path) -> str:

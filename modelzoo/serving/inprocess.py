@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from modelzoo.runtime import Predictor, explain_ensemble
+from modelzoo.runtime import Predictor, ensemble, explain_ensemble
 from modelzoo.serving.base import Backend, BackendError, ModelRef
 
 
@@ -36,17 +36,27 @@ class InProcessBackend(Backend):
             raise BackendError(f"model {ref.name} failed to load: {exc}", retryable=False) from exc
 
     def predict(self, models: list[ModelRef], inputs: list[dict[str, str]]) -> list[list[dict[str, Any]]]:
-        return [self._call(ref, lambda p: p.predict(inputs)) for ref in models]
+        """Members that share a frozen trunk (cached-top) run it once for the batch (`runtime.ensemble`)."""
+        if len(models) == 1:
+            return [self._call(models[0], lambda p: p.predict(inputs))]
+        members = self.ensemble(models)
+        return self._call(models[0], lambda _: members.predict(inputs), name=", ".join(ref.name for ref in models))
+
+    def ensemble(self, models: list[ModelRef]) -> Any:
+        """The loaded members as a `trunk.SharedEnsemble` (which trunks they share is found once per set of
+        loaded models and remembered)."""
+        return ensemble([self.predictor(ref) for ref in models])
 
     def explain(self, model: ModelRef, model_input: dict[str, str], method: str, target: Any = None) -> dict[str, Any]:
         return self._call(model, lambda p: p.explain(model_input, method, target))
 
     def explain_ensemble(self, models: list[ModelRef], model_input: dict[str, str], method: str,
                          target: Any = None) -> dict[str, Any]:
-        """One forward batch per member (occlusion) over the loaded members: `explain.explain_ensemble`."""
+        """One forward batch per member (occlusion) over the loaded members: `explain.explain_ensemble` (a
+        shared frozen trunk runs once for the batch)."""
         if not models:
             raise BackendError("an ensemble explanation needs at least one model", retryable=False)
-        predictors = [self.predictor(ref) for ref in models]
+        predictors = self.ensemble(models)
         return self._call(models[0], lambda _: explain_ensemble(predictors, model_input, method, target),
                           name=", ".join(ref.name for ref in models))
 

@@ -161,3 +161,34 @@ def test_members_registered_apart_are_asked_apart_and_nothing_is_registered(torc
     local = InProcessBackend().predict(apart, TEXTS)
     assert [[p["label"] for p in m] for m in remote] == [[p["label"] for p in m] for m in local]
     assert sorted(client.models()) == before  # serving registered nothing
+
+
+def test_members_that_share_a_frozen_trunk_answer_as_separate_forwards_would(torchserve, tmp_path_factory):
+    """Three cached-top members (one trunk in the worker) and a fully fine-tuned one (its own forward)."""
+    from modelzoo.runtime import ensemble
+    from tests.modelzoo.trunks import member_artifacts
+
+    paths = member_artifacts(tmp_path_factory.mktemp("trunk"), "classification", ["pos", "neg"], members=4, full=(3,))
+    refs = [ModelRef(200 + i, f"trunk-{i}", f"trunk-test-v{i}", "classification", p) for i, p in enumerate(paths)]
+    predictors = [Predictor.load(p) for p in paths]
+    assert ensemble(predictors).describe() == [([0, 1, 2], 1), ([3], 0)]
+    backend = backend_for(torchserve)
+    name = backend.register(refs)
+    try:
+        remote = backend.predict(refs, TEXTS)
+        for remote_member, predictor in zip(remote, predictors, strict=True):
+            for r, loc in zip(remote_member, predictor.predict(TEXTS), strict=True):
+                assert r["label"] == loc["label"] and r["probs"] == pytest.approx(loc["probs"], abs=1e-5)
+        one = backend.predict(refs[2:0:-1], TEXTS[:1])  # a subset, one input (less padding: float noise)
+        assert [m[0]["label"] for m in one] == [remote[2][0]["label"], remote[1][0]["label"]]
+        assert one[0][0]["probs"] == pytest.approx(remote[2][0]["probs"], abs=1e-5)
+        apart = zoo_explain.explain_ensemble(ensemble(predictors, share=False), TEXTS[0], "occlusion")
+        together = backend.explain_ensemble(refs, TEXTS[0], "occlusion")
+        assert [w["word"] for w in together["words"]] == [w["word"] for w in apart["words"]]
+        assert [w["score"] for w in together["words"]] == pytest.approx([w["score"] for w in apart["words"]], abs=1e-5)
+        assert together["probability"] == pytest.approx(apart["probability"], abs=1e-5)
+        subset = backend.explain_ensemble(refs[:2], TEXTS[1], "occlusion", "neg")
+        alone = zoo_explain.explain_ensemble(ensemble(predictors[:2], share=False), TEXTS[1], "occlusion", "neg")
+        assert [w["score"] for w in subset["words"]] == pytest.approx([w["score"] for w in alone["words"]], abs=1e-5)
+    finally:
+        backend.unregister(name)

@@ -1,0 +1,409 @@
+"""Members that share a frozen trunk compute it once.
+
+The cached-top recipe (`modelzoo.recipes`) freezes the embeddings and the lower encoder layers and trains only
+the top blocks and the head of each member, so the members of one ensemble carry bit-identical lower layers.
+`SharedEnsemble` finds that out when it is built, by comparing the tensors themselves (never a flag: an upload or
+a fully fine-tuned member shares nothing and is run on its own), and then runs, for a batch, the embeddings and
+the first `k` encoder layers ONCE and only `layers[k:]` + pooler + head per member.
+
+It reuses the model's own modules and forward code, as the recipe does while training: the trunk is a view of
+the first member's base model (`BertModel` with `encoder.layer = layers[:k]` and no pooler; its own forward
+builds the attention mask with transformers' mask helper), and each member's tail is a view of the whole model
+(`...ForSequenceClassification` / `...ForQuestionAnswering`) whose embeddings pass `inputs_embeds` through and
+whose encoder holds `layers[k:]`: its forward builds the same mask from the same 2-D attention mask, runs the
+remaining layers, the pooler and the head, and returns the usual output (logits, or start/end logits for QA), so
+decoding and explanations are unchanged. Views share the parameters (no memory); the numbers are the same as a
+full forward of each member (same operations on the same batch).
+
+Sharing needs: the same tokenizer (same object, or the same serialised tokenizer), head, max length, trunk
+configuration, and bit-identical embeddings + layers[0:k] (k >= 1). `ZOO_SHARE_TRUNK=0` turns it off.
+No Django imports (packed into TorchServe archives with `runtime.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import os
+import threading
+import weakref
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+# Configuration keys that decide what the embeddings and the encoder layers compute (besides their weights).
+TRUNK_CONFIG_KEYS = ("hidden_size", "num_attention_heads", "intermediate_size", "hidden_act", "layer_norm_eps",
+                     "max_position_embeddings", "type_vocab_size", "vocab_size", "position_embedding_type",
+                     "is_decoder", "add_cross_attention", "chunk_size_feed_forward", "pad_token_id",
+                     "_attn_implementation")
+
+
+def sharing_enabled() -> bool:
+    return os.environ.get("ZOO_SHARE_TRUNK", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+@dataclass
+class Group:
+    """Members (indices into the ensemble) that run one trunk of `k` layers; k == 0: a member on its own."""
+
+    members: list[int]
+    k: int = 0
+    lead: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lead = self.members[0]
+
+    @property
+    def shared(self) -> bool:
+        return self.k > 0 and len(self.members) > 1
+
+
+# -- views of the model's own modules ---------------------------------------------------------------
+
+
+class Passthrough(torch.nn.Module):
+    """Stands in for the embeddings of a tail: the trunk's hidden states come in as `inputs_embeds`."""
+
+    def forward(self, input_ids=None, inputs_embeds=None, **_: Any) -> torch.Tensor:
+        return inputs_embeds
+
+
+def _view(module: torch.nn.Module, replace: dict[str, torch.nn.Module | None]) -> torch.nn.Module:
+    """A shallow copy of `module` (same parameters, same config) with some child modules replaced, and hooks of
+    its own (a hook put on the model itself, e.g. by a test, does not fire for its views)."""
+    clone = copy.copy(module)
+    clone.__dict__["_modules"] = {**module._modules, **replace}
+    for key, value in module.__dict__.items():
+        if "hook" in key and isinstance(value, dict):
+            clone.__dict__[key] = type(value)()
+    return clone
+
+
+def _structure(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.ModuleList] | None:
+    """(base model, its encoder layers) when the model has the BERT-like layout sharing needs, else None."""
+    base = getattr(model, "base_model", None)
+    prefix = getattr(model, "base_model_prefix", "")
+    if base is None or base is model or model._modules.get(prefix) is not base:
+        return None
+    encoder = base._modules.get("encoder")
+    layers = encoder._modules.get("layer") if encoder is not None else None
+    if base._modules.get("embeddings") is None or not isinstance(layers, torch.nn.ModuleList) or not len(layers):
+        return None
+    return base, layers
+
+
+def trunk_view(model: torch.nn.Module, k: int) -> torch.nn.Module:
+    """The base model cut after layer k-1, without its pooler: `view(input_ids=...).last_hidden_state`."""
+    base, layers = _structure(model)  # type: ignore[misc]
+    encoder = _view(base.encoder, {"layer": torch.nn.ModuleList(list(layers)[:k])})
+    return _view(base, {"encoder": encoder, **({"pooler": None} if "pooler" in base._modules else {})})
+
+
+def tail_view(model: torch.nn.Module, k: int) -> torch.nn.Module:
+    """The whole model from layer k on: `view(inputs_embeds=trunk hidden states, attention_mask=...)`."""
+    base, layers = _structure(model)  # type: ignore[misc]
+    encoder = _view(base.encoder, {"layer": torch.nn.ModuleList(list(layers)[k:])})
+    return _view(model, {model.base_model_prefix: _view(base, {"embeddings": Passthrough(), "encoder": encoder})})
+
+
+def _views(predictor: Any) -> dict[tuple[str, int], torch.nn.Module]:
+    views = predictor.__dict__.get("_trunk_views")
+    if views is None:
+        views = predictor.__dict__.setdefault("_trunk_views", {})
+    return views
+
+
+def _trunk_of(predictor: Any, k: int) -> torch.nn.Module:
+    views = _views(predictor)
+    if ("trunk", k) not in views:
+        views[("trunk", k)] = trunk_view(predictor.model, k)
+    return views[("trunk", k)]
+
+
+def _tail_of(predictor: Any, k: int) -> torch.nn.Module:
+    views = _views(predictor)
+    if ("tail", k) not in views:
+        views[("tail", k)] = tail_view(predictor.model, k)
+    return views[("tail", k)]
+
+
+# -- detection ----------------------------------------------------------------------------------------
+
+
+def _bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.dtype != b.dtype or a.shape != b.shape:
+        return False
+    if a.data_ptr() == b.data_ptr() and a.stride() == b.stride():
+        return True
+    a, b = a.detach().reshape(-1), b.detach().reshape(-1)
+    if a.is_floating_point() or a.is_complex():  # bit patterns, not values (-0.0 vs 0.0, NaN)
+        a, b = a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8)
+    return bool(torch.equal(a, b))
+
+
+def same_tensors(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    """Every parameter and buffer of the two modules has the same name, dtype, shape and bits."""
+    ta = list(a.named_parameters()) + list(a.named_buffers())
+    tb = list(b.named_parameters()) + list(b.named_buffers())
+    return len(ta) == len(tb) and all(na == nb and _bits_equal(x, y) for (na, x), (nb, y) in zip(ta, tb, strict=True))
+
+
+def tokenizer_key(tokenizer: Any) -> str:
+    """What the tokenizer does, as a digest: the serialised fast tokenizer (vocabulary, normaliser, templates;
+    not the truncation and padding state the last call left on it), or the vocabulary and settings of a slow
+    one. Cached on the tokenizer."""
+    cached = getattr(tokenizer, "_zoo_key", None)
+    if cached:
+        return cached
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:  # without the truncation and padding a call leaves set on it
+        text = json.dumps({k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")},
+                          sort_keys=True)
+    else:
+        text = json.dumps(sorted(tokenizer.get_vocab().items()))
+    extra = repr((type(tokenizer).__name__, getattr(tokenizer, "padding_side", None),
+                  getattr(tokenizer, "truncation_side", None), getattr(tokenizer, "pad_token_id", None),
+                  getattr(tokenizer, "mask_token_id", None)))
+    key = hashlib.sha256((text + extra).encode("utf-8")).hexdigest()
+    with contextlib.suppress(AttributeError):
+        tokenizer._zoo_key = key
+    return key
+
+
+def _encoding_key(predictor: Any) -> tuple:
+    """Members with the same key turn the same inputs into the same batch."""
+    return (tokenizer_key(predictor.tokenizer), predictor.head, predictor.max_length)
+
+
+def _config_key(model: torch.nn.Module) -> tuple:
+    config = model.config
+    return (type(model.base_model),) + tuple(repr(getattr(config, key, None)) for key in TRUNK_CONFIG_KEYS)
+
+
+def shared_layers(a: Any, b: Any) -> int:
+    """How many leading encoder layers predictors `a` and `b` share bit for bit (with identical embeddings,
+    tokenizer, head and max length); 0 when they cannot share a trunk."""
+    if a is b:
+        return len(_structure(a.model)[1]) if _structure(a.model) else 0
+    sa, sb = _structure(a.model), _structure(b.model)
+    if sa is None or sb is None or len(sa[1]) != len(sb[1]):
+        return 0
+    if _encoding_key(a) != _encoding_key(b) or _config_key(a.model) != _config_key(b.model):
+        return 0
+    if a.model.training or b.model.training or not same_tensors(sa[0].embeddings, sb[0].embeddings):
+        return 0
+    k = 0
+    for la, lb in zip(sa[1], sb[1], strict=True):
+        if not same_tensors(la, lb):
+            break
+        k += 1
+    return k
+
+
+_MADV_PAGEOUT = 21  # Linux >= 5.4: reclaim these pages (a hint: the data stay the same)
+
+
+def _file_mappings() -> list[tuple[int, int]]:
+    """(start, end) of this process's memory mappings of files, sorted (Linux; empty elsewhere)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8") as maps:
+            lines = maps.read().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and parts[5].startswith("/"):
+            start, end = (int(x, 16) for x in parts[0].split("-"))
+            out.append((start, end))
+    return sorted(out)
+
+
+def release_pages(modules: Sequence[torch.nn.Module]) -> None:
+    """Hand back to the kernel the pages that comparing the tensors read in. Weights loaded from safetensors are
+    a private mapping of the file, read in lazily: a forward touches only the rows of the word embeddings it
+    looks up, but a comparison reads every byte (~47 MB per MiniLM member), which would otherwise stay in the
+    worker's RSS. Only tensors inside a mapping of a file are concerned (weights in ordinary memory, e.g. a model
+    built in this process, are left alone), and MADV_PAGEOUT never changes the data: a page is read back from the
+    file when next used. Elsewhere than Linux this does nothing."""
+    try:
+        import bisect
+        import ctypes
+        import mmap
+
+        madvise = ctypes.CDLL("libc.so.6", use_errno=True).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    except (OSError, AttributeError):
+        return
+    mappings = _file_mappings()
+    starts = [m[0] for m in mappings]
+    page = mmap.PAGESIZE
+    for module in modules:
+        for tensor in list(module.parameters()) + list(module.buffers()):
+            start = tensor.data_ptr()
+            end = start + tensor.numel() * tensor.element_size()
+            at = bisect.bisect_right(starts, start) - 1
+            if at < 0 or end > mappings[at][1]:
+                continue  # not (wholly) in a file mapping
+            first, last = -(-start // page) * page, end // page * page  # whole pages inside the tensor
+            if last > first:
+                madvise(first, last - first, _MADV_PAGEOUT)
+
+
+def plan(predictors: Sequence[Any], share: bool | None = None) -> list[Group]:
+    """Groups of members that share a trunk (each with the layers all of them share), in member order; every
+    other member is a group of its own (k = 0)."""
+    share = sharing_enabled() if share is None else share
+    groups: list[Group] = []
+    compared: dict[int, Any] = {}
+    for i, predictor in enumerate(predictors):
+        if share:
+            for group in groups:
+                if group.k == 0 and len(group.members) > 1:
+                    continue
+                k = shared_layers(predictors[group.lead], predictor)
+                compared.update({id(predictors[group.lead]): predictors[group.lead], id(predictor): predictor})
+                if k >= 1:
+                    group.k = k if len(group.members) == 1 else min(group.k, k)
+                    group.members.append(i)
+                    break
+            else:
+                groups.append(Group([i]))
+        else:
+            groups.append(Group([i]))
+    for group in groups:
+        if len(group.members) == 1:
+            group.k = 0
+    touched = [_structure(p.model) for p in compared.values()]
+    release_pages([m for found in touched if found for m in (found[0].embeddings, *found[1])])
+    return groups
+
+
+_plans: dict[tuple[int, ...], tuple[tuple[weakref.ref, ...], bool, list[Group]]] = {}
+_plans_lock = threading.Lock()
+
+
+def cached_plan(predictors: Sequence[Any], share: bool | None = None) -> list[Group]:
+    """`plan`, remembered for the same predictor objects (weak references: a predictor that was unloaded and
+    whose id is reused is never mistaken for the old one)."""
+    share = sharing_enabled() if share is None else share
+    key = tuple(id(p) for p in predictors)
+    with _plans_lock:
+        found = _plans.get(key)
+        if found and found[1] == share and all(r() is p for r, p in zip(found[0], predictors, strict=True)):
+            return found[2]
+    groups = plan(predictors, share)
+    with _plans_lock:
+        for stale in [k for k, (refs, _, _) in _plans.items() if any(r() is None for r in refs)]:
+            del _plans[stale]
+        _plans[key] = (tuple(weakref.ref(p) for p in predictors), share, groups)
+    return groups
+
+
+# -- the ensemble ------------------------------------------------------------------------------------
+
+
+class SharedEnsemble(list):
+    """The members (runtime.Predictor, in order) of one ensemble, with the trunks they share. A list of the
+    predictors, so that it goes wherever a list of members goes (`explain.explain_ensemble`)."""
+
+    def __init__(self, predictors: Sequence[Any], share: bool | None = None, groups: list[Group] | None = None,
+                 pool: Executor | None = None):
+        super().__init__(predictors)
+        self.groups = groups if groups is not None else cached_plan(self, share)
+        self.pool = pool  # runs the members' tails in parallel when a call gives no pool (the TorchServe worker's)
+
+    @classmethod
+    def of(cls, predictors: Sequence[Any]) -> SharedEnsemble:
+        return predictors if isinstance(predictors, SharedEnsemble) else cls(predictors)
+
+    def describe(self) -> list[tuple[list[int], int]]:
+        """[(member indices, shared layers)] per group, e.g. [([0, 1, 2], 4)]: three members, one 4-layer trunk."""
+        return [(list(g.members), g.k) for g in self.groups]
+
+    def subset(self, indices: Sequence[int]) -> SharedEnsemble:
+        """The members at `indices` (in that order) with the trunks they share (no new comparison)."""
+        where = {m: i for i, m in enumerate(indices)}
+        groups = []
+        for group in self.groups:
+            kept = [m for m in indices if m in group.members]
+            if kept:
+                groups.append(Group([where[m] for m in kept], group.k if len(kept) > 1 else 0))
+        groups.sort(key=lambda g: g.lead)
+        return SharedEnsemble([self[m] for m in indices], groups=groups, pool=self.pool)
+
+    def group_of(self, member: int) -> Group:
+        return next(g for g in self.groups if member in g.members)
+
+    # -- forward passes ---------------------------------------------------------------------------
+
+    def forward(self, group: Group, args: dict[str, torch.Tensor], members: Sequence[int] | None = None,
+                pool: Executor | None = None) -> dict[int, Any]:
+        """The model outputs of `members` (default: the whole group) for one batch of model arguments: the
+        group's trunk once (under its lead's lock), then each member's tail (under its own lock); a member on
+        its own runs its full forward. Under torch.inference_mode."""
+        members = list(group.members if members is None else members)
+        pool = pool if pool is not None else self.pool
+        if not group.shared:
+            return {m: self._full(m, args) for m in members}
+        lead = self[group.lead]
+        with lead.lock, torch.inference_mode():
+            hidden = _trunk_of(lead, group.k)(**args).last_hidden_state
+        rest = {"inputs_embeds": hidden}
+        if "attention_mask" in args:
+            rest["attention_mask"] = args["attention_mask"]
+
+        def tail(m: int) -> Any:
+            with self[m].lock, torch.inference_mode():
+                return _tail_of(self[m], group.k)(**rest)
+
+        if pool is not None and len(members) > 1:
+            futures = {m: pool.submit(tail, m) for m in members}
+            return {m: f.result() for m, f in futures.items()}
+        return {m: tail(m) for m in members}
+
+    def _full(self, m: int, args: dict[str, torch.Tensor]) -> Any:
+        with self[m].lock, torch.inference_mode():
+            return self[m].model(**args)
+
+    def predict(self, inputs: list[dict[str, str]], members: Sequence[int] | None = None,
+                pool: Executor | None = None) -> list[list[dict[str, Any]]]:
+        """Predictions [member][input] for `members` (default: all, in order), each group's trunk run once for
+        the batch. Members on their own run `Predictor.predict` (in `pool` when given)."""
+        members = list(range(len(self)) if members is None else members)
+        pool = pool if pool is not None else self.pool
+        if not inputs:
+            return [[] for _ in members]
+        wanted = set(members)
+        out: dict[int, list[dict[str, Any]]] = {}
+        futures = {}
+        for group in self.groups:
+            asked = [m for m in group.members if m in wanted]
+            if not asked:
+                continue
+            if not group.shared or len(asked) == 1:
+                for m in asked:
+                    if pool is not None and len(members) > 1:
+                        futures[m] = pool.submit(self[m].predict, inputs)
+                    else:
+                        out[m] = self[m].predict(inputs)
+                continue
+            out.update(self._predict_group(group, asked, inputs, pool))
+        out.update({m: f.result() for m, f in futures.items()})
+        return [out[m] for m in members]
+
+    def _predict_group(self, group: Group, asked: list[int], inputs: list[dict[str, str]],
+                       pool: Executor | None) -> dict[int, list[dict[str, Any]]]:
+        lead = self[group.lead]
+        with lead.lock:  # the tokenizer is not shared between threads mid-call
+            encoding = lead.encode(inputs, offsets=lead.spec.needs_offsets)
+        if isinstance(encoding, list):  # mixed text pairs: one input at a time
+            rows = [self._predict_group(group, asked, [i], pool) for i in inputs]
+            return {m: [r[m][0] for r in rows] for m in asked}
+        outputs = self.forward(group, lead.model_args(encoding), asked, pool)
+        return {m: self[m].spec.decode(encoding, outputs[m], inputs, self[m].labels) for m in asked}
