@@ -95,7 +95,10 @@ class PredictionCache:
                 continue
             ids = tuple(v.pk for v in members)
             if ids not in self.trunks:
-                self.trunks[ids] = SharedTrunk.load([v.artifact_path for v in members], frozen)
+                try:
+                    self.trunks[ids] = SharedTrunk.load([v.artifact_path for v in members], frozen)
+                except (OSError, ValueError, KeyError):  # a missing or broken artifact: `get` reports it per model
+                    self.trunks[ids] = None
             trunk = self.trunks[ids]
             if trunk is None:
                 continue
