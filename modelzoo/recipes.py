@@ -68,6 +68,7 @@ class RecipeSpec:
     dev_max: int = 200
     evals: int = 8  # dev evaluations over the planned steps (early stopping granularity)
     patience: int = 3  # evaluations without improvement before stopping
+    bucket_batches: int = 50  # batches of similar-length rows are formed within runs of this many batches (1: random)
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -129,6 +130,9 @@ class CachedStates:
     def __len__(self) -> int:
         return len(self.states)
 
+    def lengths(self) -> list[int]:
+        return [s.shape[0] for s in self.states]
+
     def batch(self, ids: Sequence[int]) -> dict[str, torch.Tensor]:
         longest = max(self.states[i].shape[0] for i in ids)
         hidden = torch.zeros(len(ids), longest, self.states[ids[0]].shape[1])
@@ -140,6 +144,22 @@ class CachedStates:
         out = {"inputs_embeds": hidden, "attention_mask": mask}
         out.update({k: torch.tensor([v[i] for i in ids]) for k, v in self.targets.items()})
         return out
+
+
+def length_bucketed_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator,
+                            bucket_batches: int = 50) -> list[list[int]]:
+    """One pass over the rows in batches of similar length, in random order: the rows are shuffled, every run of
+    `bucket_batches` batches' worth of rows is sorted by length and cut into batches, and the batches are
+    shuffled. Each row appears exactly once; a batch is padded to its own longest row, so with short, varied
+    rows (SST-2 phrases: 13 tokens on average, up to 65) a batch carries about 2.5x fewer padded positions than
+    a purely random one, for the same randomness of the data order at the scale of a bucket."""
+    order = torch.randperm(len(lengths), generator=generator).tolist()
+    chunk = batch_size * max(1, bucket_batches)
+    batches: list[list[int]] = []
+    for start in range(0, len(order), chunk):
+        part = sorted(order[start:start + chunk], key=lambda i: lengths[i])
+        batches += [part[j:j + batch_size] for j in range(0, len(part), batch_size)]
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
 
 
 def _layers(model: torch.nn.Module) -> torch.nn.ModuleList:
@@ -201,8 +221,9 @@ def _trainable(model: torch.nn.Module, frozen: int) -> list[torch.nn.Parameter]:
 def _dev_loss(model: torch.nn.Module, cache: CachedStates, batch_size: int) -> float:
     model.eval()
     total, n = 0.0, 0
-    for start in range(0, len(cache), batch_size):
-        ids = list(range(start, min(start + batch_size, len(cache))))
+    order = sorted(range(len(cache)), key=lambda i: cache.states[i].shape[0])  # little padding
+    for start in range(0, len(order), batch_size):
+        ids = order[start:start + batch_size]
         total += float(model(**cache.batch(ids)).loss) * len(ids)
         n += len(ids)
     model.train()
@@ -284,13 +305,13 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
     best: tuple[float, list[torch.Tensor]] | None = None
     dev_losses: list[float] = []
     bad, step, recent, stopped = 0, 0, [], False
-    order: list[int] = []
+    batches: list[list[int]] = []
     model.train()
     try:
         while step < steps and not stopped:
-            if len(order) < spec.batch_size:
-                order += torch.randperm(len(cache), generator=generator).tolist()
-            ids, order = order[:spec.batch_size], order[spec.batch_size:]
+            if not batches:
+                batches = length_bucketed_batches(cache.lengths(), spec.batch_size, generator, spec.bucket_batches)
+            ids = batches.pop()
             loss = model(**cache.batch(ids)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -320,3 +341,111 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
             "stopped_early": stopped, "dev_loss": best[0] if best else None, "dev_losses": dev_losses,
             "seed": seed}
 
+
+
+# -- prediction with the shared trunk -----------------------------------------------------------------
+
+
+def frozen_layers_of(metrics: dict[str, Any] | None) -> int:
+    """The frozen lower layers of a member trained by this recipe (its metrics), 0 for any other model."""
+    metrics = metrics or {}
+    return int(metrics.get("frozen_layers") or 0) if metrics.get("recipe") == CACHED_TOP else 0
+
+
+class SharedTrunk:
+    """Several cached-top members of one ensemble, loaded for prediction: their embeddings and frozen lower layers
+    are the same pretrained weights (checked tensor by tensor when loading), so a batch runs through those once
+    and only each member's top layers and head run per member. The predictions are those of each artifact on its
+    own (the same full-precision weights; the lower layers are just not recomputed), as the serving runtime
+    gives them. Use `SharedTrunk.load`, which returns None when the models do not share a trunk."""
+
+    def __init__(self, models: list[torch.nn.Module], tokenizer: Any, meta: dict[str, Any], frozen: int):
+        self.models, self.tokenizer, self.meta, self.frozen = models, tokenizer, meta, frozen
+        self.spec = get_head(meta["head"])
+        self.labels = list(meta.get("labels", []))
+        self.max_length = int(meta.get("max_length", 128))
+
+    @classmethod
+    def load(cls, paths: Sequence[Path | str], frozen: int) -> SharedTrunk | None:
+        from transformers import AutoTokenizer
+
+        from modelzoo.runtime import load_model, read_meta
+
+        if len(paths) < 1 or frozen < 1:
+            return None
+        metas = [read_meta(p) for p in paths]
+        same = ("head", "labels", "max_length", "encoder")
+        if any(tuple(m.get(k) for k in same) != tuple(metas[0].get(k) for k in same) for m in metas):
+            return None
+        configure_threads()
+        models = [load_model(p, metas[0]["head"]) for p in paths]
+        if any(len(_layers(m)) <= frozen for m in models):
+            return None
+        reference = _trunk_tensors(models[0], frozen)
+        for model in models[1:]:
+            if any(not torch.equal(a, b) for a, b in zip(reference, _trunk_tensors(model, frozen), strict=True)):
+                return None
+        return cls(models, AutoTokenizer.from_pretrained(str(paths[0])), metas[0], frozen)
+
+    def _encode(self, inputs: list[dict[str, str]]) -> Any:
+        pairs = [self.spec.segments(i) for i in inputs]
+        firsts, seconds = [p[0] for p in pairs], [p[1] for p in pairs]
+        kwargs = {"truncation": self.spec.truncation, "max_length": self.max_length,
+                  "return_offsets_mapping": self.spec.needs_offsets, "padding": True, "return_tensors": "pt"}
+        if all(s is not None for s in seconds):
+            return self.tokenizer(firsts, seconds, **kwargs)
+        if all(s is None for s in seconds):
+            return self.tokenizer(firsts, **kwargs)
+        raise ValueError("a batch mixes text pairs and single texts")
+
+    @torch.inference_mode()
+    def predict(self, inputs: Sequence[dict[str, str]], batch_size: int = 32
+                ) -> tuple[list[list[dict[str, Any]]], list[float]]:
+        """Predictions indexed [model][input] (in the order of `inputs`), and the seconds each model would have
+        needed alone: the shared lower layers' time plus its own top layers' time. Inputs run in length order
+        (each batch padded to its own longest row)."""
+        inputs = list(inputs)
+        out: list[list[dict[str, Any] | None]] = [[None] * len(inputs) for _ in self.models]
+        trunk_s, top_s = 0.0, [0.0] * len(self.models)
+        order = sorted(range(len(inputs)), key=lambda i: sum(len(v) for v in inputs[i].values() if isinstance(v, str)))
+        first = self.models[0]
+        for start in range(0, len(order), batch_size):
+            ids = order[start:start + batch_size]
+            rows = [inputs[i] for i in ids]
+            t0 = time.perf_counter()
+            encoding = self._encode(rows)
+            args = {k: v for k, v in encoding.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+            hidden = _run_lower(first, args, self.frozen)
+            trunk_s += time.perf_counter() - t0
+            for m, model in enumerate(self.models):
+                t1 = time.perf_counter()
+                output = _run_upper(model, hidden, args["attention_mask"], self.frozen)
+                for row, prediction in zip(ids, self.spec.decode(encoding, output, rows, self.labels), strict=True):
+                    out[m][row] = prediction
+                top_s[m] += time.perf_counter() - t1
+        return out, [trunk_s + s for s in top_s]  # type: ignore[return-value]
+
+
+def _trunk_tensors(model: torch.nn.Module, frozen: int) -> list[torch.Tensor]:
+    modules = [model.base_model.embeddings, *list(_layers(model))[:frozen]]
+    return [t for module in modules for t in (*module.parameters(), *module.buffers())]
+
+
+def _run_lower(model: torch.nn.Module, args: dict[str, torch.Tensor], frozen: int) -> torch.Tensor:
+    base, layers = model.base_model, _layers(model)
+    base.encoder.layer = torch.nn.ModuleList(list(layers)[:frozen])
+    try:
+        return base(**args).last_hidden_state
+    finally:
+        base.encoder.layer = layers
+
+
+def _run_upper(model: torch.nn.Module, hidden: torch.Tensor, mask: torch.Tensor, frozen: int) -> Any:
+    base, layers, embeddings = model.base_model, _layers(model), model.base_model.embeddings
+    base.encoder.layer = torch.nn.ModuleList(list(layers)[frozen:])
+    base.embeddings = _Passthrough()
+    try:
+        return model(inputs_embeds=hidden, attention_mask=mask)
+    finally:
+        base.encoder.layer = layers
+        base.embeddings = embeddings

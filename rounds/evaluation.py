@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from modelzoo.aggregation import get_strategy
 from modelzoo.data import LabelledSet
@@ -21,6 +21,9 @@ from modelzoo.serving import ModelRef, get_backend
 from rounds import datasets
 from rounds.models import ResearcherModel
 from tasks.models import Round, Task
+
+if TYPE_CHECKING:
+    from modelzoo.recipes import SharedTrunk
 
 Log = Callable[[str], None]
 Progress = Callable[[float, str], None]
@@ -39,23 +42,70 @@ def round_ensembles(task: Task) -> dict[int, list[ModelVersion]]:
     return out
 
 
+def input_length(model_input: dict[str, Any]) -> int:
+    return sum(len(v) for v in model_input.values() if isinstance(v, str))
+
+
 class PredictionCache:
-    """Predictions of one model on one set, computed once; timing each model for its throughput."""
+    """Predictions of one model on one set, computed once; timing each model for its throughput.
+
+    Inputs run in length order (each batch padded to its own longest row). With the in-process backend, the
+    members of a cached-top ensemble (`modelzoo.recipes`: the same frozen pretrained lower layers) are predicted
+    together by `prefetch`: each batch runs through the shared lower layers once and through each member's top
+    layers; a model's recorded time is then the shared part plus its own, what it would have taken alone."""
 
     def __init__(self) -> None:
         self.predictions: dict[tuple[int, str], list[dict[str, Any]]] = {}
         self.timing: dict[int, list[float]] = {}  # version id -> [examples, seconds]
+        self.trunks: dict[tuple[int, ...], SharedTrunk | None] = {}
+
+    def _record(self, version_id: int, examples: int, seconds: float) -> None:
+        spent = self.timing.setdefault(version_id, [0.0, 0.0])
+        spent[0] += examples
+        spent[1] += seconds
 
     def get(self, version: ModelVersion, labelled: LabelledSet) -> list[dict[str, Any]]:
         key = (version.pk, labelled.name)
         if key not in self.predictions:
             get_backend().prepare([ModelRef.of(version)])  # load outside the timed part
+            order = sorted(range(len(labelled.inputs)), key=lambda i: input_length(labelled.inputs[i]))
             started = time.perf_counter()
-            self.predictions[key] = predict_with([version], labelled.inputs)
-            spent = self.timing.setdefault(version.pk, [0.0, 0.0])
-            spent[0] += len(labelled.inputs)
-            spent[1] += time.perf_counter() - started
+            ordered = predict_with([version], [labelled.inputs[i] for i in order])
+            self._record(version.pk, len(labelled.inputs), time.perf_counter() - started)
+            predictions: list[dict[str, Any]] = [{}] * len(order)
+            for position, i in enumerate(order):
+                predictions[i] = ordered[position]
+            self.predictions[key] = predictions
         return self.predictions[key]
+
+    def prefetch(self, versions: Sequence[ModelVersion], labelled: LabelledSet) -> None:
+        """Predict the cached-top members among `versions` that share their frozen layers together (see above);
+        the others are left to `get`."""
+        if getattr(get_backend(), "name", "") != "inprocess" or not labelled.inputs:
+            return
+        from modelzoo.recipes import SharedTrunk, frozen_layers_of  # torch: only where models are scored
+
+        groups: dict[tuple[str, int], list[ModelVersion]] = {}
+        for version in versions:
+            frozen = frozen_layers_of(version.metrics)
+            if frozen and (version.pk, labelled.name) not in self.predictions:
+                groups.setdefault((version.head, frozen), []).append(version)
+        for (_, frozen), members in groups.items():
+            if len(members) < 2:
+                continue
+            ids = tuple(v.pk for v in members)
+            if ids not in self.trunks:
+                try:
+                    self.trunks[ids] = SharedTrunk.load([v.artifact_path for v in members], frozen)
+                except (OSError, ValueError, KeyError):  # a missing or broken artifact: `get` reports it per model
+                    self.trunks[ids] = None
+            trunk = self.trunks[ids]
+            if trunk is None:
+                continue
+            per_model, seconds = trunk.predict(labelled.inputs)
+            for version, predictions, spent in zip(members, per_model, seconds, strict=True):
+                self.predictions[(version.pk, labelled.name)] = predictions
+                self._record(version.pk, len(labelled.inputs), spent)
 
 
 def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | None = None,
@@ -83,6 +133,7 @@ def _score_models(task: Task, versions: list[ModelVersion], labelled: LabelledSe
     fresh = set(Evaluation.objects.filter(model_version__in=versions, dataset=labelled.name,
                                           size=len(labelled.inputs)).values_list("model_version_id", flat=True))
     done = 0
+    cache.prefetch([v for v in versions if v.pk not in fresh], labelled)
     for version in versions:
         if version.pk in fresh:
             continue
@@ -103,6 +154,7 @@ def _score_ensembles(task: Task, ensembles: dict[int, list[ModelVersion]], label
         if not members or (current and current.members == ids and current.size == len(labelled.inputs)):
             continue
         aggregate = get_strategy(get_head(members[0].head).default_strategy)
+        cache.prefetch(members, labelled)
         per_model = [cache.get(v, labelled) for v in members]
         combined = [aggregate([p[i] for p in per_model]) for i in range(len(labelled.inputs))]
         metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, combined)

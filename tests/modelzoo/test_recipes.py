@@ -121,7 +121,8 @@ def test_the_ensemble_service_registers_ready_versions_with_progress(open_round)
                                 [f"k{i}" for i in range(64)])
     task.config = {"labels": LABELS}
     task.save()
-    spec = ensemble_training.default_recipe(task, encoder="tiny", max_length=32, lr=3e-3, min_steps=60, top_layers=1)
+    spec = ensemble_training.default_recipe(task, encoder="tiny", max_length=32, lr=3e-3, min_steps=100, top_layers=1,
+                                              patience=8)  # the tiny random encoder learns late: no early stop
     seen = []
     versions = ensemble_training.train_ensemble(task, labelled, [0, 1], spec=spec,
                                                 echo=lambda d, t, s: seen.append(d / t))
