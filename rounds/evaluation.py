@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from modelzoo.aggregation import get_strategy
 from modelzoo.data import LabelledSet
@@ -18,12 +18,10 @@ from modelzoo.heads import get_head
 from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
 from modelzoo.services import predict_with
 from modelzoo.serving import ModelRef, get_backend
+from modelzoo.types import BackendError
 from rounds import datasets
 from rounds.models import ResearcherModel
 from tasks.models import Round, Task
-
-if TYPE_CHECKING:
-    from modelzoo.recipes import SharedTrunk
 
 Log = Callable[[str], None]
 Progress = Callable[[float, str], None]
@@ -50,14 +48,12 @@ class PredictionCache:
     """Predictions of one model on one set, computed once; timing each model for its throughput.
 
     Inputs run in length order (each batch padded to its own longest row). With the in-process backend, the
-    members of a cached-top ensemble (`modelzoo.recipes`: the same frozen pretrained lower layers) are predicted
-    together by `prefetch`: each batch runs through the shared lower layers once and through each member's top
-    layers; a model's recorded time is then the shared part plus its own, what it would have taken alone."""
+    members of an ensemble are predicted together by `prefetch`: members that share a frozen trunk (cached-top)
+    run it once per batch; each model is then charged an equal share of the time."""
 
     def __init__(self) -> None:
         self.predictions: dict[tuple[int, str], list[dict[str, Any]]] = {}
         self.timing: dict[int, list[float]] = {}  # version id -> [examples, seconds]
-        self.trunks: dict[tuple[int, ...], SharedTrunk | None] = {}
 
     def _record(self, version_id: int, examples: int, seconds: float) -> None:
         spent = self.timing.setdefault(version_id, [0.0, 0.0])
@@ -78,34 +74,39 @@ class PredictionCache:
             self.predictions[key] = predictions
         return self.predictions[key]
 
-    def prefetch(self, versions: Sequence[ModelVersion], labelled: LabelledSet) -> None:
-        """Predict the cached-top members among `versions` that share their frozen layers together (see above);
-        the others are left to `get`."""
+    def prefetch(self, versions: Sequence[ModelVersion], labelled: LabelledSet, batch_size: int = 32) -> None:
+        """Predict the models among `versions` that have the same head together, in one backend call per batch:
+        members that share a frozen trunk (cached-top, found by the backend comparing their tensors:
+        `modelzoo.trunk`) run it once per batch. Each model is charged an equal share of the time."""
         if getattr(get_backend(), "name", "") != "inprocess" or not labelled.inputs:
             return
-        from modelzoo.recipes import SharedTrunk, frozen_layers_of  # torch: only where models are scored
-
-        groups: dict[tuple[str, int], list[ModelVersion]] = {}
+        groups: dict[str, list[ModelVersion]] = {}
         for version in versions:
-            frozen = frozen_layers_of(version.metrics)
-            if frozen and (version.pk, labelled.name) not in self.predictions:
-                groups.setdefault((version.head, frozen), []).append(version)
-        for (_, frozen), members in groups.items():
+            if (version.pk, labelled.name) not in self.predictions:
+                groups.setdefault(version.head, []).append(version)
+        order = sorted(range(len(labelled.inputs)), key=lambda i: input_length(labelled.inputs[i]))
+        ordered_inputs = [labelled.inputs[i] for i in order]
+        for members in groups.values():
             if len(members) < 2:
                 continue
-            ids = tuple(v.pk for v in members)
-            if ids not in self.trunks:
-                try:
-                    self.trunks[ids] = SharedTrunk.load([v.artifact_path for v in members], frozen)
-                except (OSError, ValueError, KeyError):  # a missing or broken artifact: `get` reports it per model
-                    self.trunks[ids] = None
-            trunk = self.trunks[ids]
-            if trunk is None:
-                continue
-            per_model, seconds = trunk.predict(labelled.inputs)
-            for version, predictions, spent in zip(members, per_model, seconds, strict=True):
+            refs = [ModelRef.of(v) for v in members]
+            backend = get_backend()
+            try:
+                backend.prepare(refs)  # load outside the timed part
+            except BackendError:
+                continue  # a missing or broken artifact: `get` reports it per model
+            started = time.perf_counter()
+            per_model: list[list[dict[str, Any]]] = [[] for _ in members]
+            for at in range(0, len(ordered_inputs), batch_size):
+                for m, predictions in enumerate(backend.predict(refs, ordered_inputs[at:at + batch_size])):
+                    per_model[m] += predictions
+            share = (time.perf_counter() - started) / len(members)
+            for version, ordered in zip(members, per_model, strict=True):
+                predictions: list[dict[str, Any]] = [{}] * len(order)
+                for position, i in enumerate(order):
+                    predictions[i] = ordered[position]
                 self.predictions[(version.pk, labelled.name)] = predictions
-                self._record(version.pk, len(labelled.inputs), spent)
+                self._record(version.pk, len(labelled.inputs), share)
 
 
 def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | None = None,

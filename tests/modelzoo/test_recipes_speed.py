@@ -1,7 +1,7 @@
 """What makes closing a round fast without changing its results: length-bucketed training batches, and the
-members' shared frozen layers run once when an ensemble is evaluated (modelzoo.recipes, rounds.evaluation)."""
+members' shared frozen layers run once when an ensemble is evaluated (modelzoo.recipes, rounds.evaluation; the
+sharing itself, and its refusal for members that differ, is tested in test_trunk_sharing.py)."""
 
-import pytest
 import torch
 
 from modelzoo import data, ensemble_training, recipes
@@ -36,28 +36,6 @@ def test_members_trained_on_bucketed_batches_still_learn(tmp_path):
     held_out = toy_rows(40, offset=500)  # unseen sentences, same words
     predictions = Predictor.load(tmp_path / "a").predict([r.model_input for r in held_out])
     assert sum(p["label"] == r.target for p, r in zip(predictions, held_out, strict=True)) / len(held_out) >= 0.8
-
-
-def test_shared_trunk_predictions_are_each_members_own(tmp_path):
-    paths = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
-    recipes.train_ensemble(varied_rows(64), tiny(top_layers=1, min_steps=30), paths, [0, 1, 2])
-    inputs = [r.model_input for r in varied_rows(50)]
-    trunk = recipes.SharedTrunk.load(paths, frozen=1)
-    assert trunk is not None
-    shared, seconds = trunk.predict(inputs, batch_size=8)
-    assert len(seconds) == 3 and all(s > 0 for s in seconds)
-    for path, got in zip(paths, shared, strict=True):
-        alone = Predictor.load(path).predict(inputs)
-        assert [p["label"] for p in got] == [p["label"] for p in alone]
-        for g, a in zip(got, alone, strict=True):
-            assert g["probs"] == pytest.approx(a["probs"], abs=1e-4)
-
-
-def test_models_with_different_lower_layers_do_not_share_a_trunk(tmp_path):
-    recipes.train_ensemble(varied_rows(48), tiny(min_steps=10), [tmp_path / "a"], [0])
-    recipes.train_ensemble(varied_rows(48), tiny(min_steps=10, top_layers=2), [tmp_path / "b"], [0])
-    # b trained its layer 0 too: its lower layer is not a's
-    assert recipes.SharedTrunk.load([tmp_path / "a", tmp_path / "b"], frozen=1) is None
 
 
 def test_evaluation_of_an_ensemble_with_a_shared_trunk_matches_each_model_alone(open_round, settings):
