@@ -45,7 +45,7 @@ bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 worker: $(STAMP)
-	$(VENV)/bin/celery -A dynabench_site worker --loglevel=info --concurrency=2
+	$(VENV)/bin/celery -A dynabench_site worker --loglevel=info --concurrency=2 -Q dynabench,dynabench-maps
 
 # The production path without Docker (docs/DEPLOY.md): Redis on its own port, migrations, TorchServe, models
 # registered, gunicorn, a Celery worker and beat, on this machine's PostgreSQL; `make stop-prod` stops them.

@@ -38,10 +38,8 @@ def score_example(self, example_id: int) -> str:
     return outcome.value
 
 
-# Verdicts before maps: on a Redis broker a message of priority 9 waits behind every message of priority 0 in
-# the same queue (kombu's priority steps), so a worker always takes a waiting verdict before a waiting map. The
-# priority is set by the route of this job (settings.CELERY_TASK_ROUTES).
-MAP_PRIORITY = 9
+# Maps never delay verdicts: this job is routed to a queue of its own (settings.EXPLANATION_QUEUE), served by the
+# "explainer" worker (one process, lower CPU priority, models in its own process: docs/DEPLOY.md).
 
 
 @shared_task(bind=True, name="annotation.explain_example", acks_late=True, max_retries=None, ignore_result=True)

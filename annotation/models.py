@@ -53,7 +53,7 @@ class Example(models.Model):
     # The scoring job could not be queued (the job queue was unreachable when the example was saved): the
     # example is pending, "scoring delayed", and the pending sweep queues it as soon as the queue is back.
     scoring_delayed = models.BooleanField(default=False, db_default=False)
-    # The verdict comes first; its word map follows from a lower-priority job (annotation.scoring.explain_example).
+    # The verdict comes first; its word map follows from a job on its own queue (annotation.scoring.explain_example).
     explanation_state = models.CharField(max_length=12, choices=Map.choices, blank=True, default="", db_default="")
     explanation_error = models.TextField(blank=True, default="", db_default="")
     explanation_queued_at = models.DateTimeField(null=True, blank=True)

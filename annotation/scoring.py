@@ -14,9 +14,9 @@ Queueing a scoring job is `annotation.jobs`; the sandbox (score without storing)
 
 **The verdict first, its word map second.** A verdict is one forward pass of the ensemble; its word map (word
 occlusion: the input plus one row per word, per member) costs many more. So the scoring job stores the verdict
-alone (`explanation_state` "pending") and queues `explain_example`, a job of lower priority (verdict jobs are
-taken first from the same queue): the writer sees the verdict as soon as the forward pass is done and the map
-when it arrives. A map that could not start within EXPLANATION_MAX_AGE_SECONDS of its verdict (the model server
+alone (`explanation_state` "pending") and queues `explain_example` on a queue of its own (EXPLANATION_QUEUE,
+served by the explainer worker at a lower CPU priority): the writer sees the verdict as soon as the forward pass
+is done and the map when it arrives. A map that could not start within EXPLANATION_MAX_AGE_SECONDS of its verdict (the model server
 was busy with verdicts) is dropped as "unavailable", so a backlog of maps never grows without end; the writer,
 or an owner, can ask for it again (`request_map`).
 """

@@ -297,6 +297,11 @@ def run(workdir: Path, args) -> dict:
                 stack.launch("worker", [str(BIN / "celery"), "-A", "dynabench_site", "worker", "--loglevel=warning",
                                         "--concurrency", str(args.worker_concurrency), "-Q", "dynabench",
                                         "-n", f"load-{web}@%h", "--without-gossip", "--without-mingle"])
+                # The word maps' worker, as serve_prod.sh starts it: one process, nice 10, models in process.
+                stack.launch("explainer", ["env", "MODEL_BACKEND=inprocess", "nice", "-n", "10", str(BIN / "celery"),
+                                           "-A", "dynabench_site", "worker", "--loglevel=warning", "--concurrency", "1",
+                                           "-Q", "dynabench-maps", "-n", f"load-maps-{web}@%h", "--without-gossip",
+                                           "--without-mingle"])
                 stack.launch("web", [str(BIN / "gunicorn"), "dynabench_site.wsgi", "-b", f"127.0.0.1:{web}",
                                      "-w", str(args.web_workers), "--timeout", "60",
                                      *(["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else [])])
@@ -314,6 +319,7 @@ def run(workdir: Path, args) -> dict:
             finally:
                 stack.stop("web")
                 stack.stop("worker")
+                stack.stop("explainer")
                 server.stop()
     finally:
         stack.stop_all()
@@ -370,7 +376,8 @@ actions of one user (0 = closed loop: each user acts again as soon as it has its
 {rows}
 
 The verdict is the ensemble's forward pass; its word map (word occlusion over the 3 members) follows in a job of
-lower priority, which the annotators poll for in the background as the page does. A map that could not start
+queue of its own served by one explainer process (nice 10, models in process), which the annotators poll for
+in the background as the page does. A map that could not start
 within EXPLANATION_MAX_AGE_SECONDS (60 s) of its verdict is given up as unavailable.
 
 Goals (issue 14): p95 submit->verdict < 1 s at 20 concurrent annotators; sustained submissions/s >= 0.5 x the

@@ -122,9 +122,9 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
     version_ids = [v.pk for v in versions]
     for i in range(n + 10):
         model_input = inputs[i % len(inputs)]
-        out = {}
-        v = timed(lambda mi=model_input: out.update(v=services.predict_for_round(round_, [mi], explain=False)[0]))
-        m = timed(lambda mi=model_input: services.explain_verdict(round_.task, version_ids, mi, out["v"]["ensemble"]))
+        out: dict = {}
+        v = timed(lambda mi=model_input, o=out: o.update(v=services.predict_for_round(round_, [mi], explain=False)[0]))
+        m = timed(lambda mi=model_input, o=out: services.explain_verdict(round_.task, version_ids, mi, o["v"]["ensemble"]))
         b = timed(lambda mi=model_input: bare(mi["text"]))
         if i >= 10:  # warm-up
             verdict.append(v)
@@ -264,7 +264,7 @@ The machine is shared with other work, so absolute figures are noisy; the ratios
 Inputs: SST-2 dev sentences, median {ip["words"]:g} words. Members trained with the `{args.recipe}` recipe; shared
 trunk found at load (member indices, shared layers): {ip.get("sharing")}. Goal verdict / bare <= 1.3:
 {ok(ratio <= 1.3)} (p50). Goal verdict + explanation / bare <= 2: {ok(explained <= 2)} (p50: {explained:.2f}x).
-The verdict no longer waits for its map (the map is a job of lower priority that follows it), but the map
+The verdict no longer waits for its map (the map is a job of its own that follows it, on the explainer), but the map
 still costs what it costs: word occlusion runs the input plus one row per word through each member's top
 layers (the shared lower layers once for all members), so its cost grows with the number of words.
 

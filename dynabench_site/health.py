@@ -81,11 +81,9 @@ def check_broker() -> dict[str, Any]:
         client = _redis(url)
         client.ping()
         queue = settings.CELERY_TASK_DEFAULT_QUEUE
-        from annotation.jobs import MAP_PRIORITY
-
-        maps = f"{queue}\x06\x16{MAP_PRIORITY}"  # kombu's queue of priority-9 messages (the word maps)
+        maps = settings.EXPLANATION_QUEUE
         return {"status": OK, "transport": "redis",
-                "queues": {queue: client.llen(queue), f"{queue} (word maps)": client.llen(maps)},
+                "queues": {queue: client.llen(queue), maps: client.llen(maps)},
                 "unacked": client.hlen("unacked"),  # taken by a worker, not yet acknowledged (incl. retries)
                 "visibility_timeout_s": settings.CELERY_VISIBILITY_TIMEOUT}
     from dynabench_site.celery import app

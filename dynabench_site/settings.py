@@ -73,9 +73,12 @@ CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "dynabench")
 # Reliability (docs/DEPLOY.md): a job is acknowledged only once it finished, and a job whose worker process died
 # (kill -9, out of memory) goes back to the queue at once instead of being lost.
 CELERY_TASK_ACKS_LATE = True
-# A verdict's word map is a job of lower priority than verdicts (annotation.jobs.MAP_PRIORITY; on Redis, 0 is
-# taken first): under load the writers' verdicts never wait behind maps.
-CELERY_TASK_ROUTES = {"annotation.explain_example": {"priority": 9}}
+# A verdict's word map is a job on a queue of its own (annotation.jobs), served by the "explainer" worker: one
+# process, at a lower CPU priority, computing maps with the models loaded in its own process, so maps never hold
+# the model server or the CPU that verdicts need (docs/DEPLOY.md). A worker that should also compute maps names
+# both queues (`make worker` does).
+EXPLANATION_QUEUE = env_str("EXPLANATION_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-maps")
+CELERY_TASK_ROUTES = {"annotation.explain_example": {"queue": EXPLANATION_QUEUE}}
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A message taken by a worker that vanished (the whole worker killed) is handed out again after this many

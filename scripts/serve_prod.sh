@@ -6,7 +6,7 @@
 #   scripts/serve_prod.sh start              # everything; prints the address (make serve-prod)
 #   scripts/serve_prod.sh stop               # everything (make stop-prod)
 #   scripts/serve_prod.sh status             # which processes run, and /healthz
-#   scripts/serve_prod.sh start worker       # one part: redis | torchserve | register | web | worker | beat
+#   scripts/serve_prod.sh start worker       # one part: redis | torchserve | register | web | worker | explainer | beat
 #   scripts/serve_prod.sh stop torchserve    # one part (the fault tests stop and start parts)
 #
 # Everything lives in PROD_DIR (default var/prod): env (the chosen ports and URLs, reused by later calls),
@@ -189,6 +189,13 @@ start_worker() {
     -Q "$CELERY_QUEUE" -n "prod-$WEB_PORT@%h" --without-gossip --without-mingle
 }
 
+# Word maps on their own queue: one process at a lower CPU priority, models loaded in its own process, so a map
+# never holds TorchServe or the CPU that verdicts need.
+start_explainer() {
+  launch explainer env MODEL_BACKEND=inprocess nice -n 10 "$BIN/celery" -A dynabench_site worker --loglevel=info \
+    --concurrency 1 -Q "$CELERY_QUEUE-maps" -n "prod-maps-$WEB_PORT@%h" --without-gossip --without-mingle
+}
+
 start_beat() {
   launch beat "$BIN/celery" -A dynabench_site beat --loglevel=info --schedule "$PROD_DIR/celerybeat-schedule"
 }
@@ -202,7 +209,7 @@ start() {
       "$PY" manage.py collectstatic --noinput -v 0
       start_torchserve
       register_models
-      start_web; start_worker; start_beat
+      start_web; start_worker; start_explainer; start_beat
       echo "serve_prod: http://127.0.0.1:$WEB_PORT/  (health: /healthz; stop: scripts/serve_prod.sh stop)";;
     redis) start_redis;;
     database) prepare_database;;
@@ -210,6 +217,7 @@ start() {
     register) register_models;;
     web) start_web;;
     worker) start_worker;;
+    explainer) start_explainer;;
     beat) start_beat;;
     *) echo "serve_prod: unknown part $1" >&2; exit 2;;
   esac
@@ -217,14 +225,14 @@ start() {
 
 stop() {
   case ${1:-all} in
-    all) for part in beat worker web torchserve redis; do stop_part "$part"; done
+    all) for part in beat explainer worker web torchserve redis; do stop_part "$part"; done
          rm -f "$ENV_FILE";;
     *) stop_part "$1";;
   esac
 }
 
 status() {
-  for part in redis torchserve web worker beat; do
+  for part in redis torchserve web worker explainer beat; do
     if running "$part"; then echo "  $part: running (pid $(cat "$(pidfile "$part")"))"; else echo "  $part: stopped"; fi
   done
   "$PY" -c "

@@ -35,10 +35,18 @@ def test_every_long_running_service_has_a_health_check(compose):
 def test_migrations_run_once_before_web_worker_and_beat(compose):
     services = compose["services"]
     assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--noinput"]
-    for name in ("web", "worker", "beat", "register"):
+    for name in ("web", "worker", "explainer", "beat", "register"):
         assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}, name
     assert "migrate" not in str(services["web"].get("command", ""))  # web only serves
     assert "beat" in services["beat"]["command"] and "worker" in services["worker"]["command"]
+
+
+def test_word_maps_have_their_own_worker_that_never_holds_torchserve(compose):
+    explainer = compose["services"]["explainer"]
+    command = explainer["command"]
+    assert command[:3] == ["nice", "-n", "10"] and command[command.index("-Q") + 1] == "dynabench-maps"
+    assert explainer["environment"]["MODEL_BACKEND"] == "inprocess"  # maps never queue in front of verdicts
+    assert "-Q" not in compose["services"]["worker"]["command"]  # the worker serves the default queue (verdicts)
 
 
 def test_secrets_come_from_the_environment_and_nothing_defaults_to_debug(compose):
