@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from reports import kept_notes  # bench/ is on sys.path when a bench script runs
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -315,15 +317,6 @@ Best with batching / best without: {speedup:.2f}x. Goal >= 2x: {ok(speedup >= 2)
 
 LIG delta < 0.1: {ok(lig["max_delta"] < 0.1)}.
 """
-
-
-def kept_notes(path: Path) -> str:
-    """The hand-written "## Notes" section of the page being replaced (kept across runs), or nothing."""
-    if not path.is_file():
-        return ""
-    text = path.read_text(encoding="utf-8")
-    at = text.find("\n## Notes")
-    return text[at:] if at >= 0 else ""
 
 
 def main() -> None:

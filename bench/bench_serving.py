@@ -37,6 +37,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from reports import kept_notes  # bench/ is on sys.path when a bench script runs
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -391,15 +393,6 @@ Ratio shared / separate at p50: predictions {ratio(ip['shared']['predict']['p50_
 verdict + map {ratio(ip['shared']['mapped']['p50_ms'], ip['separate']['mapped']['p50_ms']):.2f}x (one thread, members one after another).
 Largest difference between the two (probabilities, map scores, span scores): {ip['max_difference']:.1e} (must be <= 1e-5).
 """
-
-
-def kept_notes(path: Path) -> str:
-    """The hand-written "## Notes" section of the page being replaced (kept across runs), or nothing."""
-    if not path.is_file():
-        return ""
-    text = path.read_text(encoding="utf-8")
-    at = text.find("\n## Notes")
-    return text[at:] if at >= 0 else ""
 
 
 def main() -> None:
