@@ -34,12 +34,14 @@ run: demo
 	echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"; \
 	DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
 
-# The suite runs on the PostgreSQL of this machine kind by default (PostgreSQL-only tests skip on SQLite).
+# The suite runs on the PostgreSQL of this machine kind by default (PostgreSQL-only tests skip on SQLite), in
+# PYTEST_WORKERS processes (pytest-xdist; each has a test database of its own; 0 = one process).
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/test
+PYTEST_WORKERS ?= 2
 test: $(STAMP)
 	@bash scripts/system-deps.sh
 	@bash scripts/services.sh
-	DATABASE_URL=$(DATABASE_URL) C_FORCE_ROOT=1 $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_URL=$(DATABASE_URL) C_FORCE_ROOT=1 $(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	@for f in bench/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done

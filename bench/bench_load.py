@@ -205,7 +205,54 @@ def forward_limit(versions, seconds: float, batch: int = 32) -> dict:
     return {"examples_per_s": round(done / elapsed, 1), "batch": batch, "members": len(refs), "seconds": round(elapsed, 1)}
 
 
-def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_file: Path) -> dict:
+def component_cpu(stack: Stack, torchserve_dir: Path) -> dict[str, dict[int, float]]:
+    """CPU seconds (user + system) used so far, per process, by each part of the stack, child processes
+    included: the gunicorn, Celery and Redis process groups the bench started, TorchServe (its Java frontend and
+    Python workers, found by their model-store path) and PostgreSQL (every `postgres` process of this machine).
+    `cpu_delta` subtracts two of these per process, so that a process that exited in between (a PostgreSQL
+    backend whose connection closed) is left out rather than counted negative."""
+    import psutil
+
+    def tree(proc: psutil.Process) -> list[psutil.Process]:
+        try:
+            return [proc, *proc.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
+    def seconds(procs) -> dict[int, float]:
+        out = {}
+        for proc in procs:
+            try:
+                t = proc.cpu_times()
+                out[proc.pid] = t.user + t.system
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass
+        return out
+
+    parts = {name: seconds(tree(psutil.Process(p.pid))) for name, p in stack.procs.items() if p.poll() is None}
+    serving, postgres = [], []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        cmd = " ".join(proc.info.get("cmdline") or [])
+        if str(torchserve_dir) in cmd or "model_service_worker" in cmd:
+            serving += tree(proc)
+        elif (proc.info.get("name") or "").startswith("postgres"):
+            postgres.append(proc)
+    parts["torchserve"] = seconds(serving)
+    parts["postgres"] = seconds(postgres)
+    cpu = psutil.cpu_times()
+    parts["machine"] = {0: cpu.user + cpu.nice + cpu.system + getattr(cpu, "irq", 0) + getattr(cpu, "softirq", 0)}
+    return parts
+
+
+def cpu_delta(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
+    """Per part: CPU seconds between two `component_cpu` readings (processes seen in the second; a process
+    started in between counts from zero)."""
+    return {name: round(sum(t - before.get(name, {}).get(pid, 0.0) for pid, t in procs.items()), 1)
+            for name, procs in after.items()}
+
+
+def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_file: Path,
+               cpu=dict) -> dict:
     samples = workdir / f"samples-think{think:g}.json"
     phase_env = {**env, "LOAD_USERS": str(users_file), "LOAD_SAMPLES": str(samples), "LOAD_THINK_S": str(think),
                  "LOAD_ANNOTATORS": str(args.annotators), "LOAD_VALIDATORS": str(args.validators)}
@@ -214,9 +261,16 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
                "-u", str(users), "-r", str(users), "-t", f"{int(args.seconds)}s", "--host", host,
                "--stop-timeout", "10", "--only-summary", "--csv", str(workdir / f"locust-think{think:g}"),
                "--exit-code-on-error", "0"]
-    started = time.time()
+    import resource
+
+    started, cpu_before = time.time(), cpu()
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     result = subprocess.run(command, env=phase_env, cwd=ROOT, capture_output=True, text=True,
                             timeout=args.seconds + 120)
+    children_after, cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN), cpu()
+    cpu_used = cpu_delta(cpu_before, cpu_after) if cpu_after else {}
+    cpu_used["locust"] = round(children_after.ru_utime + children_after.ru_stime
+                               - children_before.ru_utime - children_before.ru_stime, 1)
     (workdir / "logs" / f"locust-think{think:g}.log").write_text(result.stdout + result.stderr)
     if result.returncode != 0 or not samples.is_file():
         raise RuntimeError(f"locust failed ({result.returncode}): {result.stderr[-1500:]}")
@@ -233,7 +287,9 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
         "next_item_p50_ms": _r(pct(nxt, 0.5)), "next_item_p95_ms": _r(pct(nxt, 0.95)),
         "next_items": len(nxt), "errors": len(data["errors"]), "error_kinds": sorted(set(data["errors"]))[:5],
         "maps_ready": len(ready), "maps_unavailable": sum(1 for m in data.get("maps", []) if m["state"] == "unavailable"),
+        "maps_superseded": sum(1 for m in data.get("maps", []) if m["state"] == "superseded"),
         "submit_to_map_p50_ms": _r(pct(ready, 0.5)), "submit_to_map_p95_ms": _r(pct(ready, 0.95)),
+        "cpu_s": cpu_used, "wall_s": round(time.time() - started, 1),
     }
 
 
@@ -311,7 +367,8 @@ def run(workdir: Path, args) -> dict:
                 stack.check_alive()
                 results["phases"] = []
                 for think in args.think:
-                    phase = run_locust(workdir, env, host, args, think, users_file)
+                    phase = run_locust(workdir, env, host, args, think, users_file,
+                                       cpu=lambda: component_cpu(stack, workdir / "torchserve"))
                     stack.check_alive()
                     print(f"think {think:g} s: {phase}", flush=True)
                     results["phases"].append(phase)
@@ -339,7 +396,7 @@ def report(r: dict, args) -> str:
         f"| {p['think_s']:g} s | {p['submissions_per_s']} | {p['validations_per_s']} | {p['submit_to_verdict_p50_ms']} | "
         f"{p['submit_to_verdict_p95_ms']} | {p['next_item_p50_ms']} | {p['next_item_p95_ms']} | {p['verdicts']} | "
         f"{p['errors']} | {p.get('submit_to_map_p50_ms')} | {p.get('submit_to_map_p95_ms')} | "
-        f"{p.get('maps_ready', 0)} / {p.get('maps_unavailable', 0)} |" for p in r["phases"])
+        f"{p.get('maps_ready', 0)} / {p.get('maps_unavailable', 0)} / {p.get('maps_superseded', 0)} |" for p in r["phases"])
     verdicts = []
     for p in r["phases"]:
         p95 = p["submit_to_verdict_p95_ms"]
@@ -348,6 +405,14 @@ def report(r: dict, args) -> str:
             f"- think {p['think_s']:g} s: p95 submit->verdict {p95} ms ({'met' if p95 is not None and p95 < 1000 else 'NOT met'}"
             f" for < 1 s); {p['submissions_per_s']} submissions/s = {ratio:.2f} x the forward limit "
             f"({'met' if ratio >= 0.5 else 'NOT met'} for >= 0.5 x)")
+    parts = ["web", "worker", "explainer", "torchserve", "postgres", "redis", "locust", "machine"]
+    cpu_rows = "\n".join(
+        f"| {p['think_s']:g} s | {p.get('wall_s', '')} | "
+        + " | ".join(f"{p['cpu_s'].get(k, 0):.1f}" for k in parts)
+        + f" | {sum(v for k, v in p['cpu_s'].items() if k != 'machine'):.1f} | "
+        + (f"{1000 * sum(p['cpu_s'].get(k, 0) for k in parts if k not in ('locust', 'machine')) / p['verdicts']:.0f}"
+           if p["verdicts"] else "-")
+        + " |" for p in r["phases"] if p.get("cpu_s"))
     encoder = ("tiny random encoder (--tiny)" if args.tiny else
                f"real encoder all-MiniLM-L6-v2, top {TOP_LAYERS} blocks + head different per member (as the cached-top "
                f"recipe trains them; the lower layers are the shared trunk)")
@@ -371,14 +436,25 @@ Each phase: {args.annotators} annotators (submit, then wait for the verdict as t
 {args.validators} validators (lease the next item, vote) for {args.seconds:g} s; "think" is the pause between two
 actions of one user (0 = closed loop: each user acts again as soon as it has its answer).
 
-| think | submissions/s | validations/s | submit->verdict p50 ms | p95 ms | validation/next p50 ms | p95 ms | verdicts | errors | submit->map p50 ms | p95 ms | maps ready / unavailable |
+| think | submissions/s | validations/s | submit->verdict p50 ms | p95 ms | validation/next p50 ms | p95 ms | verdicts | errors | submit->map p50 ms | p95 ms | maps ready / unavailable / superseded |
 |---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
 
-The verdict is the ensemble's forward pass; its word map (word occlusion over the 3 members) follows in a job of
+The verdict is the ensemble's forward pass; its word map (word occlusion over the 3 members) follows in a job on a
 queue of its own served by one explainer process (nice 10, models in process), which the annotators poll for
-in the background as the page does. A map that could not start
-within EXPLANATION_MAX_AGE_SECONDS (60 s) of its verdict is given up as unavailable.
+in the background as the page does: one poll per annotator, for the example on screen, dropped when the next
+verdict replaces it ("superseded"). A map that could not start within EXPLANATION_MAX_AGE_SECONDS (60 s) of its
+verdict is given up as unavailable.
+
+Where the CPU went in each phase (CPU seconds, user + system, of each part and its child processes; the
+machine has {os.cpu_count()} cores, so a phase of W wall seconds has at most {os.cpu_count()} x W to give; "machine"
+is the whole machine's busy time from /proc/stat, "all" the sum of the parts (PostgreSQL backends that exited
+during the phase are missing from it); "ms per verdict" counts every part but locust and the machine, the
+validators' requests included):
+
+| think | wall s | {' | '.join(parts)} | all | CPU ms per verdict (platform) |
+|---|---|{'---|' * len(parts)}---|---|
+{cpu_rows}
 
 Goals (issue 14): p95 submit->verdict < 1 s at 20 concurrent annotators; sustained submissions/s >= 0.5 x the
 batched-forward limit.

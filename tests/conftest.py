@@ -138,7 +138,32 @@ def browser(chromium, live_server):
 
 
 def pytest_configure(config):
-    """Fast password hashing in tests (PBKDF2 dominates otherwise)."""
+    """Fast password hashing in tests (PBKDF2 dominates otherwise); under pytest-xdist (`make test` runs two
+    worker processes), each worker keeps its files in a var/ folder of its own (each already gets a test
+    database of its own from pytest-django)."""
+    import os
+
     from django.conf import settings as django_settings
 
     django_settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        var = Path(django_settings.VAR_DIR) / "test-workers" / worker
+        for name in ("MODEL_STORE", "EXPORTS_DIR", "STATIC_ROOT"):
+            setattr(django_settings, name, var / name.lower())
+
+
+# Under pytest-xdist (`--dist loadgroup`), every test that uses one of these fixtures runs on the same worker:
+# TorchServe can run only once per machine (its worker sockets have fixed names), and a session fixture that
+# trains a model with the real encoder should train it once per run, not once per worker.
+_GROUPED_FIXTURES = {"torchserve": "torchserve", "trained_sentiment": "trained-sentiment"}
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        for fixture, group in _GROUPED_FIXTURES.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(group))
+                break

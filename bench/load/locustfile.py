@@ -9,8 +9,9 @@ create page does (frontend/static/js/create.js): POST contexts/next, POST exampl
 a 201 carries the verdict, a 202 is polled with POST on the example's `score` link, first after 500 ms then
 x1.5 up to 5 s. submit->verdict is the time from the submission's POST to the verdict. The word map follows
 the verdict (a job of its own): as the page does, the annotator polls for it in the background (first after
-700 ms, x1.5 up to 5 s) while it writes its next example; submit->map is the time from the POST to the map
-(ready, or given up as unavailable: both are counted, by state). The validator does
+700 ms, x1.5 up to 5 s) while it writes its next example, and stops when its next verdict replaces it on
+screen (counted as "superseded"); submit->map is the time from the POST to the map (ready, or given up as
+unavailable: both are counted, by state). The validator does
 what the validate page does: POST validation/next (leases an item), then POST its vote.
 """
 
@@ -58,6 +59,7 @@ class Annotator(HttpUser):
     def on_start(self) -> None:
         self.client.headers["Authorization"] = f"Token {next(_annotators)}"
         self.slug = USERS["task"]
+        self.map_poller = None
 
     @task
     def submit(self) -> None:
@@ -93,8 +95,13 @@ class Annotator(HttpUser):
         record("verdicts", {"t": time.time(), "state": example.get("scoring_state")})
         events.request.fire(request_type="FLOW", name="submit->verdict", response_time=elapsed_ms,
                             response_length=0, exception=None, context={})
+        # As the page does, one map poll per writer: the map of the example on screen; a new verdict replaces it.
+        if self.map_poller is not None and not self.map_poller.dead:
+            self.map_poller.kill(block=False)
+            record("maps", {"ms": None, "state": "superseded"})
+        self.map_poller = None
         if example.get("explanation_state") == "pending":
-            gevent.spawn(self.await_map, example, started)
+            self.map_poller = gevent.spawn(self.await_map, example, started)
         elif example.get("scoring_state") == "scored":
             record("maps", {"ms": elapsed_ms, "state": example.get("explanation_state")})
 
