@@ -90,9 +90,10 @@ def enqueue_scoring(example_id: int) -> None:
 
 def mark_delayed(example_id: int, exc: Exception) -> None:
     message = DELAYED.format(error=f"{type(exc).__name__}: {exc}"[:300])
-    Example.objects.filter(pk=example_id, scoring_state=Example.Scoring.PENDING).update(
+    if Example.objects.filter(pk=example_id, scoring_state=Example.Scoring.PENDING).update(
         scoring_delayed=True, scoring_error=message, updated_at=timezone.now()
-    )
+    ):
+        scoring.announce_settled(example_id)
 
 
 def revive_if_due(example: Example, slack: float = 0.0) -> bool:

@@ -19,6 +19,13 @@ served by the explainer worker at a lower CPU priority): the writer sees the ver
 is done and the map when it arrives. A map that could not start within EXPLANATION_MAX_AGE_SECONDS of its verdict (the model server
 was busy with verdicts) is dropped as "unavailable", so a backlog of maps never grows without end; the writer,
 or an owner, can ask for it again (`request_map`).
+
+**Waiting for a verdict without polling the database.** The submission request waits up to VERDICT_WAIT_MS for
+its verdict (`await_verdict`). When the cache is Redis (CACHE_URL, as in every scale-out deployment), whoever
+settles the example (verdict stored, failed, or its job could not be queued) pushes a token on a short-lived
+Redis list for it once its transaction commits (`announce_settled`), and the request blocks on that list
+(BLPOP, at most a second at a time, then reads the row once): no CPU while it waits, and the answer leaves as soon
+as the verdict is stored. Without Redis, or while it is down, the request polls the row instead.
 """
 
 from __future__ import annotations
@@ -30,6 +37,9 @@ from enum import StrEnum
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.redis import RedisCache
+from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Example
@@ -143,6 +153,7 @@ def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outco
     )
     if stored:  # one line per stored verdict: the fault tests count them (never two for one example)
         log.info("verdict stored for example %s (attempt %s, fooled=%s)", example.pk, token, fooled)
+        announce_settled(example.pk)
     return Outcome.SCORED if stored else Outcome.SKIPPED
 
 
@@ -156,9 +167,11 @@ def _record_error(example: Example, token: int, exc: BackendError) -> Outcome:
         state, message = Example.Scoring.FAILED, f"gave up after {token} tries: {exc}"
     else:
         state, message = Example.Scoring.FAILED, str(exc)
-    Example.objects.filter(pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token).update(
-        scoring_state=state, scoring_error=message[:2000], updated_at=timezone.now()
-    )
+    changed = Example.objects.filter(
+        pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token
+    ).update(scoring_state=state, scoring_error=message[:2000], updated_at=timezone.now())
+    if changed and state == Example.Scoring.FAILED:
+        announce_settled(example.pk)
     log.warning("scoring example %s, attempt %s: %s (retryable=%s, %s)", example.pk, token, exc, exc.retryable,
                 "will retry" if retry else "failed")
     if retry:
@@ -305,16 +318,60 @@ def pending_examples(limit: int = 500, include_failed: bool = False) -> list[Exa
     return list(Example.objects.filter(scoring_state=Example.Scoring.PENDING).order_by("updated_at")[:limit])
 
 
+def _settled_key(example_id: int) -> str:
+    return caches["default"].make_key(f"example-settled:{example_id}")
+
+
+def _settle_channel():
+    """The Redis client of the default cache when it is Redis (CACHE_URL), else None."""
+    backend = caches["default"]
+    if not isinstance(backend, RedisCache):
+        return None
+    try:
+        return backend._cache.get_client(write=True)
+    except Exception:  # noqa: BLE001 - no channel: the waiting request polls the row instead
+        return None
+
+
+def announce_settled(example_id: int) -> None:
+    """Wake a request waiting for this example (`await_verdict`) once the current transaction commits: its
+    verdict was stored, it failed, or its scoring job could not be queued. Best effort: the waiter reads the row
+    at least once a second anyway."""
+
+    def push() -> None:
+        client = _settle_channel()
+        if client is None:
+            return
+        key = _settled_key(example_id)
+        try:
+            client.pipeline().rpush(key, 1).expire(key, 60).execute()
+        except Exception as exc:  # noqa: BLE001 - the cache is down: waiters poll
+            log.debug("could not announce example %s: %s", example_id, exc)
+
+    transaction.on_commit(push)
+
+
 def await_verdict(example: Example, timeout: float) -> Example:
-    """Wait up to `timeout` seconds for a worker's verdict (inline jobs have finished already)."""
+    """Wait up to `timeout` seconds for a worker's verdict (inline jobs have finished already): blocked on the
+    example's Redis list when the cache is Redis (`announce_settled`), polling the row otherwise."""
     example.refresh_from_db()
     if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
         return example
     deadline = time.monotonic() + timeout
+    channel, key = _settle_channel(), _settled_key(example.pk)
     pause = 0.02
-    while (example.scoring_state == Example.Scoring.PENDING and not example.scoring_delayed
-           and time.monotonic() < deadline):
-        time.sleep(min(pause, max(deadline - time.monotonic(), 0)))
-        pause = min(pause * 1.5, 0.25)
+    while example.scoring_state == Example.Scoring.PENDING and not example.scoring_delayed:
+        remaining = deadline - time.monotonic()
+        if remaining < 0.01:
+            break
+        if channel is not None:
+            try:
+                channel.blpop([key], timeout=min(remaining, 1.0))
+            except Exception:  # noqa: BLE001 - the cache is down: poll the row for the rest of the wait
+                channel = None
+                continue
+        else:
+            time.sleep(min(pause, remaining))
+            pause = min(pause * 1.5, 0.25)
         example.refresh_from_db()
     return example

@@ -151,6 +151,7 @@ def pytest_configure(config):
         var = Path(django_settings.VAR_DIR) / "test-workers" / worker
         for name in ("MODEL_STORE", "EXPORTS_DIR", "STATIC_ROOT"):
             setattr(django_settings, name, var / name.lower())
+            (var / name.lower()).mkdir(parents=True, exist_ok=True)
 
 
 # Under pytest-xdist (`--dist loadgroup`), every test that uses one of these fixtures runs on the same worker:
