@@ -251,6 +251,21 @@ def cpu_delta(before: dict[str, dict[int, float]], after: dict[str, dict[int, fl
             for name, procs in after.items()}
 
 
+def purge_map_backlog(redis_port: int, settle_s: float = 3.0) -> int:
+    """Start each phase with no word maps waiting: drop the explainer's queue left by the previous phase (those
+    maps end "unavailable", as any map that cannot start within EXPLANATION_MAX_AGE_SECONDS does), then let the
+    explainer finish the map in hand. Returns how many were dropped."""
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=redis_port, db=0)
+    keys = list(client.scan_iter(match="dynabench-maps*"))  # the queue, and its priority lists if any
+    dropped = sum(int(client.llen(key)) for key in keys if client.type(key) == b"list")
+    if keys:
+        client.delete(*keys)
+    time.sleep(settle_s)
+    return dropped
+
+
 def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_file: Path,
                cpu=dict) -> dict:
     samples = workdir / f"samples-think{think:g}.json"
@@ -367,6 +382,7 @@ def run(workdir: Path, args) -> dict:
                 stack.check_alive()
                 results["phases"] = []
                 for think in args.think:
+                    results["maps_purged"] = results.get("maps_purged", 0) + purge_map_backlog(redis_port)
                     phase = run_locust(workdir, env, host, args, think, users_file,
                                        cpu=lambda: component_cpu(stack, workdir / "torchserve"))
                     stack.check_alive()
@@ -444,7 +460,9 @@ The verdict is the ensemble's forward pass; its word map (word occlusion over th
 queue of its own served by one explainer process (nice 10, models in process), which the annotators poll for
 in the background as the page does: one poll per annotator, for the example on screen, dropped when the next
 verdict replaces it ("superseded"). A map that could not start within EXPLANATION_MAX_AGE_SECONDS (60 s) of its
-verdict is given up as unavailable.
+verdict is given up as unavailable. Each phase starts with the maps queue empty: the backlog a phase leaves is
+dropped before the next ({r.get('maps_purged', 0)} maps in all in this run), so that no phase pays for the maps
+of the one before.
 
 Where the CPU went in each phase (CPU seconds, user + system, of each part and its child processes; the
 machine has {os.cpu_count()} cores, so a phase of W wall seconds has at most {os.cpu_count()} x W to give; "machine"
