@@ -44,6 +44,15 @@ def record(kind: str, value) -> None:
         SAMPLES[kind].append(value)
 
 
+def arrive() -> None:
+    """With thinking time, people start at independent moments: each user's first action comes after a random
+    pause of up to one mean think time (all locust users are spawned in the same second; without this, every
+    phase would open with all of them submitting at once, a burst no crowd of independent writers makes). A
+    closed loop (no thinking) starts at once."""
+    if THINK > 0:
+        time.sleep(random.uniform(0, THINK))
+
+
 def sentence(n: int) -> str:
     rng = random.Random(n)
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(8, 16))).capitalize() + f", visit {n}."
@@ -60,6 +69,7 @@ class Annotator(HttpUser):
         self.client.headers["Authorization"] = f"Token {next(_annotators)}"
         self.slug = USERS["task"]
         self.map_poller = None
+        arrive()
 
     @task
     def submit(self) -> None:
@@ -92,7 +102,7 @@ class Annotator(HttpUser):
                     poll.failure(f"{poll.status_code}: {poll.text[:200]}")
         elapsed_ms = (time.perf_counter() - started) * 1000
         record("submit_to_verdict_ms", elapsed_ms)
-        record("verdicts", {"t": time.time(), "state": example.get("scoring_state")})
+        record("verdicts", {"t": time.time(), "ms": round(elapsed_ms, 1), "state": example.get("scoring_state")})
         events.request.fire(request_type="FLOW", name="submit->verdict", response_time=elapsed_ms,
                             response_length=0, exception=None, context={})
         # As the page does, one map poll per writer: the map of the example on screen; a new verdict replaces it.
@@ -126,6 +136,7 @@ class Validator(HttpUser):
     def on_start(self) -> None:
         self.client.headers["Authorization"] = f"Token {next(_validators)}"
         self.slug = USERS["task"]
+        arrive()
 
     @task
     def validate(self) -> None:
