@@ -105,8 +105,8 @@ def legend(method: str, result: dict[str, Any], spec: Any, members: int) -> str:
         confidence = result.get("probability")
         at = f" ({confidence:.0%})" if confidence is not None else ""
         grouped = result.get("group", 1)
-        groups = (f" (passage words in groups of up to {grouped}, deleted together, share their group's colour)"
-                  if grouped > 1 else "")
+        groups = (f" (the given text's words in groups of up to {grouped}, deleted together, share their group's "
+                  "colour)" if grouped > 1 else "")
         return (f"green = removing this word lowers the models' confidence in {what}{at}; red = removing it raises "
                 f"it; method: word occlusion over {models}{groups}")
     kind = "input × gradient (an approximation: its sign can mislead)" if method == FAST else \
@@ -180,7 +180,8 @@ def _occlusion_plan(predictor: Any, model_input: dict[str, str], target: Any) ->
         protected = set(explained.protected)
     mask_id = predictor.tokenizer.mask_token_id
     pad_id = predictor.tokenizer.pad_token_id or 0
-    features = plan_features(words, protected, spec.occlusion_max_features(len(seq_ids)))
+    features = plan_features(words, protected, spec.occlusion_max_features(len(seq_ids)),
+                             single_segment=spec.occlusion_single_segment(model_input))
     rows = [list(range(len(seq_ids)))]  # kept positions per row; row 0 keeps everything
     replaced: list[set[int]] = [set()]
     for feature in features:
@@ -216,14 +217,16 @@ def _occlusion_probs(predictor: Any, plan: dict[str, Any], output: Any, model_in
     return words, probs, prediction
 
 
-def plan_features(words: list[dict[str, Any]], protected: set[int], budget: int) -> list[list[int]]:
+def plan_features(words: list[dict[str, Any]], protected: set[int], budget: int,
+                  single_segment: int = 0) -> list[list[int]]:
     """What occlusion deletes, row by row: one word per row while there are at most `budget` words; beyond
-    that (long QA passages) the question's words stay single and the passage's other words are deleted in
-    contiguous groups, never across the answer, so that the rows stay within the budget."""
+    that (a long QA passage, a long NLI premise) the words of the writer's own text (`single_segment`: the QA
+    question, the NLI hypothesis) stay single and the given text's words are deleted in contiguous groups,
+    never across the answer, so that the rows stay within the budget."""
     if len(words) <= budget:
         return [[i] for i in range(len(words))]
     answer = [i for i, w in enumerate(words) if protected & set(w["tokens"])]
-    singles = [i for i, w in enumerate(words) if w["segment"] == 0 and i not in answer]
+    singles = [i for i, w in enumerate(words) if w["segment"] == single_segment and i not in answer]
     if len(singles) > budget * 3 // 4:  # a very long question: grouped as well, leaving rows for the passage
         singles = []
     rest = [i for i in range(len(words)) if i not in answer and i not in singles]

@@ -25,6 +25,8 @@ import torch
 Pick = Callable[[Any], torch.Tensor]  # model output -> the logit (one per batch row) an attribution explains
 
 
+OCCLUSION_TOKENS = 4096  # rows x tokens per member that word occlusion may run
+
 class Example(Protocol):
     """A training example (`modelzoo.training.TrainExample`): the model input and its target."""
 
@@ -104,8 +106,16 @@ class HeadSpec(ABC):
 
     def occlusion_max_features(self, n_tokens: int) -> int:
         """How many rows word occlusion may run per member for an input of `n_tokens` tokens: one row per word
-        up to this many words; beyond it, words are deleted in groups (the cost bound). Default: no bound."""
-        return 512
+        up to this many words; beyond it, words are deleted in groups (the cost bound): a budget of
+        OCCLUSION_TOKENS tokens per member (a 20-token sentence goes word by word; an NLI pair of 120 tokens
+        gets 34 rows; 16 rows of a 256-token QA passage, which cost ~0.05-0.3 s each on one CPU thread)."""
+        return max(8, OCCLUSION_TOKENS // max(n_tokens, 1))
+
+    def occlusion_single_segment(self, model_input: dict[str, str]) -> int:
+        """The segment whose words occlusion always deletes one by one when the budget makes it group the rest:
+        the writer's own text. The platform puts the given context first and the writer's input second
+        (`tasks.kinds`), so the second text of a pair; the first when there is one."""
+        return 1 if model_input.get("text_pair") else 0
 
     @abstractmethod
     def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> Any:

@@ -18,7 +18,6 @@ from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTar
 
 MAX_ANSWER_TOKENS = 30
 N_BEST = 10
-OCCLUSION_TOKENS = 4096  # rows x tokens per member that word occlusion may run
 
 
 class QAHead(HeadSpec):
@@ -63,10 +62,8 @@ class QAHead(HeadSpec):
     def target_of(self, prediction: dict[str, Any]) -> dict[str, int]:
         return {"start": prediction["start"], "end": prediction["end"]}
 
-    def occlusion_max_features(self, n_tokens: int) -> int:
-        """A budget of OCCLUSION_TOKENS tokens per member (16 rows of a 256-token input, which cost ~0.05-0.3 s
-        each on one CPU thread, idle / loaded): short passages go word by word, long ones in groups."""
-        return max(8, OCCLUSION_TOKENS // max(n_tokens, 1))
+    def occlusion_single_segment(self, model_input: dict[str, str]) -> int:
+        return 0  # the writer's question (the passage is given)
 
     def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> dict[str, int]:
         """The span (character offsets) with the best mean score over members, as `best_mean_span` picks it."""

@@ -200,3 +200,42 @@ def test_features_never_join_the_answer_with_other_words():
     assert sorted(i for f in features for i in f) == list(range(len(words)))
     assert len(features) <= 8 + 2
     assert explain.plan_features(words[:5], protected=set(), budget=8) == [[0], [1], [2], [3], [4]]
+
+
+def test_a_long_nli_premise_is_grouped_and_the_writers_hypothesis_goes_word_by_word(members, monkeypatch):
+    # The real budget: a 120-token ANLI-sized pair gets 34 rows, a 20-token sentence one row per word.
+    assert get_head("classification").occlusion_max_features(120) == 34
+    assert get_head("classification").occlusion_max_features(20) >= 20
+    # The tiny models read 64 tokens, less than a pair needs to exceed that budget: a budget of 16 rows here,
+    # and a pair that fits untruncated.
+    monkeypatch.setattr(type(members[0].spec), "occlusion_max_features", lambda self, n_tokens: 16)
+    premise = " ".join(f"Clause {i} describes the harbour, the boats and the weather." for i in range(3))
+    model_input = {"text": premise, "text_pair": "Nobody in the report mentions any boats at all."}
+    calls, handles = forward_batches(members[:1])
+    try:
+        result = explain.explain_ensemble(members[:1], model_input)
+    finally:
+        for h in handles:
+            h.remove()
+    n_tokens = len(members[0].encode([model_input])["input_ids"][0])
+    assert n_tokens < members[0].max_length
+    budget = members[0].spec.occlusion_max_features(n_tokens)
+    [[(rows, _)]] = calls
+    assert rows <= budget + 1  # the unchanged input and at most `budget` deletions: the cost stays bounded
+    # The writer's words are each deleted alone: a word's score is the drop when that word alone is deleted.
+    hypothesis = [w for w in result["words"] if w["segment"] == 1]
+    words = model_input["text_pair"].split()
+    assert [w["word"] for w in hypothesis] == words
+    label, full = result["target"], result["probability"]
+    assert result["peak"] > 1e-3
+    for i, w in enumerate(hypothesis):
+        dropped = {**model_input, "text_pair": " ".join(x for j, x in enumerate(words) if j != i)}
+        assert w["score"] * result["peak"] == pytest.approx(
+            full - members[0].predict([dropped])[0]["probs"][label], abs=1e-6)
+    # The given premise: every word on the map, in groups that share one colour, within the budget.
+    premise_words = [w for w in result["words"] if w["segment"] == 0]
+    assert [w["word"] for w in premise_words] == premise.split()
+    assert result["group"] > 1 and len({w["score"] for w in premise_words}) <= budget
+    assert "the given text's words in groups of up to" in result["legend"]
+    short = explain.explain_ensemble(members[:1], {"text": "A man plays.", "text_pair": "Nobody plays."})
+    assert short["group"] == 1 and "groups" not in short["legend"]  # a short pair goes word by word
