@@ -27,6 +27,7 @@ Pick = Callable[[Any], torch.Tensor]  # model output -> the logit (one per batch
 
 OCCLUSION_TOKENS = 4096  # rows x tokens per member that word occlusion may run
 
+
 class Example(Protocol):
     """A training example (`modelzoo.training.TrainExample`): the model input and its target."""
 
@@ -114,7 +115,8 @@ class HeadSpec(ABC):
     def occlusion_single_segment(self, model_input: dict[str, str]) -> int:
         """The segment whose words occlusion always deletes one by one when the budget makes it group the rest:
         the writer's own text. The platform puts the given context first and the writer's input second
-        (`tasks.kinds`), so the second text of a pair; the first when there is one."""
+        (`tasks.kinds`), so the second text of a pair; the first when there is one (the QA question: QA inputs
+        have no `text_pair`)."""
         return 1 if model_input.get("text_pair") else 0
 
     @abstractmethod

@@ -62,9 +62,6 @@ class QAHead(HeadSpec):
     def target_of(self, prediction: dict[str, Any]) -> dict[str, int]:
         return {"start": prediction["start"], "end": prediction["end"]}
 
-    def occlusion_single_segment(self, model_input: dict[str, str]) -> int:
-        return 0  # the writer's question (the passage is given)
-
     def ensemble_target(self, predictions: Sequence[dict[str, Any]]) -> dict[str, int]:
         """The span (character offsets) with the best mean score over members, as `best_mean_span` picks it."""
         totals: dict[tuple[int, int], float] = {}
