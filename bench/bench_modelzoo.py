@@ -120,25 +120,44 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
 
     # What a writer waits for now is the verdict (one forward pass of the ensemble); the word map follows in a job
     # of its own (annotation.scoring.explain_example -> services.explain_verdict). Both are timed, and their sum.
-    verdict, mapped, explained, forward = [], [], [], []
+    # The map runs in the default precision (bfloat16 batches where the CPU multiplies them natively,
+    # modelzoo.explain.occlusion_dtype) and, interleaved, forced to float32, so the two are compared in one run.
+    from modelzoo.explain import OCCLUSION_PRECISION_ENV, occlusion_dtype
+
+    verdict, mapped, explained, forward, mapped32 = [], [], [], [], []
     version_ids = [v.pk for v in versions]
+    default = os.environ.pop(OCCLUSION_PRECISION_ENV, None)
+
+    def map32(model_input: dict, ensemble_prediction: dict) -> None:
+        os.environ[OCCLUSION_PRECISION_ENV] = "fp32"
+        try:
+            services.explain_verdict(round_.task, version_ids, model_input, ensemble_prediction)
+        finally:
+            os.environ.pop(OCCLUSION_PRECISION_ENV)
+
     for i in range(n + 10):
         model_input = inputs[i % len(inputs)]
         out: dict = {}
         v = timed(lambda mi=model_input, o=out: o.update(v=services.predict_for_round(round_, [mi], explain=False)[0]))
         m = timed(lambda mi=model_input, o=out: services.explain_verdict(round_.task, version_ids, mi, o["v"]["ensemble"]))
+        m32 = timed(lambda mi=model_input, o=out: map32(mi, o["v"]["ensemble"]))
         b = timed(lambda mi=model_input: bare(mi["text"]))
         if i >= 10:  # warm-up
             verdict.append(v)
             mapped.append(m)
             explained.append(v + m)
             forward.append(b)
+            mapped32.append(m32)
+    if default is not None:
+        os.environ[OCCLUSION_PRECISION_ENV] = default
     words = statistics.median(len(inputs[i % len(inputs)]["text"].split()) for i in range(10, n + 10))
     from modelzoo.runtime import ensemble
 
+    precision = occlusion_dtype(int(words) + 1)
     return {"verdict": summary(verdict), "map": summary(mapped), "explained": summary(explained),
             "bare": summary(forward), "method": services.explanation_method(round_.task), "words": words,
-            "sharing": ensemble(predictors).describe()}
+            "sharing": ensemble(predictors).describe(), "map_fp32": summary(mapped32),
+            "precision": "bfloat16" if precision is not None else "float32"}
 
 
 def bench_faithfulness(versions, dev_rows, n: int = 40) -> dict[str, dict[str, float]]:
@@ -259,6 +278,7 @@ The machine is shared with other work, so absolute figures are noisy; the ratios
 | bare forward passes of the 3 models (tokenize + forward + softmax) | {ip["bare"]["p50"]:.1f} | {ip["bare"]["p95"]:.1f} |
 | `predict_for_round` verdict (ensemble lookup, 3 members, aggregation) | {ip["verdict"]["p50"]:.1f} | {ip["verdict"]["p95"]:.1f} |
 | the verdict's word map alone (`explain_verdict`: {ip["method"]} over the 3 members, the job that follows the verdict) | {ip["map"]["p50"]:.1f} | {ip["map"]["p95"]:.1f} |
+| the same map with its batch forced to float32 (`ZOO_OCCLUSION_PRECISION=fp32`), interleaved | {ip["map_fp32"]["p50"]:.1f} | {ip["map_fp32"]["p95"]:.1f} |
 | verdict + its word map | {ip["explained"]["p50"]:.1f} | {ip["explained"]["p95"]:.1f} |
 | ratio verdict / bare (what the writer waits for) | {ratio:.2f} | {ratio95:.2f} |
 | ratio verdict + word map / bare | {explained:.2f} | {explained95:.2f} |
@@ -266,9 +286,11 @@ The machine is shared with other work, so absolute figures are noisy; the ratios
 Inputs: SST-2 dev sentences, median {ip["words"]:g} words. Members trained with the `{args.recipe}` recipe; shared
 trunk found at load (member indices, shared layers): {ip.get("sharing")}. Goal verdict / bare <= 1.3:
 {ok(ratio <= 1.3)} (p50). Goal verdict + explanation / bare <= 2: {ok(explained <= 2)} (p50: {explained:.2f}x).
-The verdict no longer waits for its map (the map is a job of its own that follows it, on the explainer), but the map
-still costs what it costs: word occlusion runs the input plus one row per word through each member's top
-layers (the shared lower layers once for all members), so its cost grows with the number of words.
+The map's batch ran in {ip["precision"]} by default on this CPU (`modelzoo.explain.occlusion_dtype`); float32 / default
+map at p50: {ip["map_fp32"]["p50"] / ip["map"]["p50"]:.2f}x. The verdict no longer waits for its map (the map is a job of its
+own that follows it, on the explainer), but the map still costs what it costs: word occlusion runs the input plus
+one row per word through each member's top layers (the shared lower layers once for all members), so its cost
+grows with the number of words.
 
 ### Faithfulness of the map (same run, same 3 members)
 

@@ -15,6 +15,8 @@ leaves a token the model never saw in that place during training. For QA the exp
 probability of the answer span (start and end softmax over all valid spans of the passage); words inside the
 answer are replaced by [MASK] instead of deleted, so the span still exists. Positive scores mean "removing
 this word lowers the confidence in the answer" (evidence for it), negative ones "removing it raises it".
+On a CPU that multiplies bfloat16 natively the batch runs in bfloat16 (`occlusion_dtype`: about half the time;
+the answer and its confidence then come from a float32 pass over the unchanged input).
 
 **Gradient methods** (selectable): `input_x_gradient` (gradient of the target logit x the word embedding) and
 `integrated_gradients` (Captum LayerIntegratedGradients from a [PAD] baseline, on the target *logit*, with the
@@ -24,6 +26,8 @@ convergence delta recorded). Which logits they attribute is the head spec's choi
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -40,6 +44,34 @@ METHOD_NAMES = {OCCLUSION: "word occlusion", FAST: "input × gradient", IG: "int
 IG_MAX_STEPS = 32  # Gauss-Legendre: delta ~1e-5 at 32 steps on a 20-token input (1e-2 at 8)
 IG_MIN_STEPS = 8
 IG_TOKEN_BUDGET = 768  # steps x tokens per attribution: long inputs get fewer steps
+
+
+OCCLUSION_PRECISION_ENV = "ZOO_OCCLUSION_PRECISION"  # auto (default) | bf16 | fp32
+BF16_MIN_ROWS = 4  # a batch this small is cheaper in fp32 (measured: one 24-token row, 8 ms fp32 vs 12 ms bf16)
+
+
+def occlusion_dtype(rows: int) -> torch.dtype | None:
+    """The precision of an occlusion batch's matrix products: bfloat16 when the CPU multiplies it natively
+    (AMX or AVX-512 BF16: 2.3x faster on a 20-row batch here, docs/benchmarks/modelzoo.md) and the batch has at
+    least BF16_MIN_ROWS rows; else None (float32). `ZOO_OCCLUSION_PRECISION=fp32` or `bf16` forces one. The
+    verdict itself is always computed in float32; only the map's perturbed rows (and its row 0) use this."""
+    wanted = os.environ.get(OCCLUSION_PRECISION_ENV, "auto").strip().lower()
+    if wanted in ("fp32", "float32", "off", "0"):
+        return None
+    if wanted in ("bf16", "bfloat16"):
+        return torch.bfloat16
+    if rows >= BF16_MIN_ROWS and _native_bf16():
+        return torch.bfloat16
+    return None
+
+
+@functools.cache
+def _native_bf16() -> bool:
+    cpu = getattr(torch, "cpu", None)
+    try:
+        return bool(cpu._is_amx_tile_supported() or cpu._is_avx512_bf16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def ig_steps(n_tokens: int) -> int:
@@ -127,15 +159,22 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
         lead = ensemble[group.lead]
         with lead.lock:  # the tokenizer is not shared between threads mid-call
             plan = _occlusion_plan(lead, model_input, target)
-        outputs = ensemble.forward(group, plan["batch"])
+        dtype = occlusion_dtype(len(plan["rows"]))
+        outputs = ensemble.forward(group, plan["batch"], autocast=dtype)
+        # the members' own answers (a verdict) always come from a float32 pass over the unchanged input
+        exact = ensemble.forward(group, _first_row(plan["batch"])) \
+            if dtype is not None and plan["explained"] is None else {}
         for m in group.members:
-            per_member[m] = _occlusion_probs(ensemble[m], plan, outputs[m], model_input)
+            per_member[m] = _occlusion_probs(ensemble[m], plan, outputs[m], model_input, exact.get(m))
     table: list[torch.Tensor] = []  # per member: [rows, candidates] probabilities, row 0 the unchanged input
+    exact_table: list[torch.Tensor] = []  # per member: float32 probabilities of the unchanged input, when run
     words: list[dict[str, Any]] | None = None
     keys: list[tuple[int, int, int]] = []
     predictions = []
     for m in range(len(ensemble)):
-        member_words, probs, prediction = per_member[m]
+        member_words, probs, prediction, exact_probs = per_member[m]
+        if exact_probs is not None:
+            exact_table.append(exact_probs)
         member_keys = [(w["segment"], w["start"], w["end"]) for w in member_words]
         if words is None:
             words, keys = member_words, member_keys
@@ -145,9 +184,12 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
         table.append(probs)
         predictions.append(prediction)
     mean = torch.stack(table).mean(0)  # [rows, candidates]
+    # drops are read within one precision (row 0 of the same batch); the answer and the confidence shown come
+    # from the float32 pass when the batch ran in lower precision
+    exact_mean = torch.stack(exact_table).mean(0) if exact_table and len(exact_table) == len(table) else mean[0]
     if spec.labelled:
         labels = ensemble[0].labels
-        column = int(mean[0].argmax()) if target is None else labels.index(target)
+        column = int(exact_mean.argmax()) if target is None else labels.index(target)
         name = labels[column]
     else:
         column, name = 0, spec.explained_name
@@ -156,8 +198,9 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
     peak = max((abs(d) for d in drops), default=0.0)
     out_words = normalise([{"word": w["word"], "score": d, "segment": w["segment"]}
                            for w, d in zip(words, drops, strict=True)])
+    probability = exact_mean[column]
     result = {"method": OCCLUSION, "target": name, "delta": None, "steps": 1, "words": out_words,
-              "probability": float(mean[0, column]), "peak": float(peak),
+              "probability": float(probability), "peak": float(peak),
               "group": max((w["group"] for w in words), default=1)}
     if target is None and all(p is not None for p in predictions):
         result["predictions"] = predictions
@@ -199,22 +242,32 @@ def _occlusion_plan(predictor: Any, model_input: dict[str, str], target: Any) ->
             "feature_of": feature_of, "batch": _batch(args, rows, replaced, mask_id, pad_id)}
 
 
-def _occlusion_probs(predictor: Any, plan: dict[str, Any], output: Any, model_input: dict[str, str]):
-    """(words, probabilities [1 + n_words, candidates], this member's prediction from row 0 or None) from one
-    member's output for the plan's batch."""
+def _occlusion_probs(predictor: Any, plan: dict[str, Any], output: Any, model_input: dict[str, str],
+                     exact: Any = None):
+    """(words, probabilities [1 + n_words, candidates], this member's prediction or None, float32 probabilities
+    of the unchanged input or None) from one member's output for the plan's batch; `exact`: its float32 output
+    for the unchanged input when the batch ran in lower precision (the prediction is decoded from it)."""
     words, explained = plan["words"], plan["explained"]
-    prediction = None
+    prediction = exact_probs = None
     if explained is None:  # classification without a target: all labels' probabilities, prediction from row 0
         probs = torch.softmax(output.logits.float(), dim=-1)
-        prediction = predictor.spec.decode(plan["encoding"], type(output)(logits=output.logits[:1]), [model_input],
-                                           predictor.labels)[0]
+        first = exact if exact is not None else type(output)(logits=output.logits[:1])
+        prediction = predictor.spec.decode(plan["encoding"], first, [model_input], predictor.labels)[0]
+        if exact is not None:
+            exact_probs = torch.softmax(exact.logits[0].float(), dim=-1)
     else:
         probs = explained.probability(output, plan["rows"], plan["seq_ids"])
     feature_of = plan["feature_of"]
     # one row per word (a word of a group gets its group's row): the caller works word by word
     probs = torch.cat([probs[:1], probs[1:][torch.tensor([feature_of[i] for i in range(len(words))], dtype=torch.long)]]) \
         if words else probs[:1]
-    return words, probs, prediction
+    return words, probs, prediction, exact_probs
+
+
+def _first_row(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The unchanged input alone (row 0 of an occlusion batch, without the padding other rows needed)."""
+    n = int(batch["attention_mask"][0].sum())
+    return {k: v[:1, :n] for k, v in batch.items()}
 
 
 def plan_features(words: list[dict[str, Any]], protected: set[int], budget: int,

@@ -308,6 +308,10 @@ def cached_plan(predictors: Sequence[Any], share: bool | None = None) -> list[Gr
 # -- the ensemble ------------------------------------------------------------------------------------
 
 
+def _autocast(dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+    return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
 class SharedEnsemble(list):
     """The members (runtime.Predictor, in order) of one ensemble, with the trunks they share. A list of the
     predictors, so that it goes wherever a list of members goes (`explain.explain_ensemble`)."""
@@ -343,23 +347,24 @@ class SharedEnsemble(list):
     # -- forward passes ---------------------------------------------------------------------------
 
     def forward(self, group: Group, args: dict[str, torch.Tensor], members: Sequence[int] | None = None,
-                pool: Executor | None = None) -> dict[int, Any]:
+                pool: Executor | None = None, autocast: torch.dtype | None = None) -> dict[int, Any]:
         """The model outputs of `members` (default: the whole group) for one batch of model arguments: the
         group's trunk once (under its lead's lock), then each member's tail (under its own lock); a member on
-        its own runs its full forward. Under torch.inference_mode."""
+        its own runs its full forward. Under torch.inference_mode; `autocast` (e.g. torch.bfloat16): run the
+        matrix products in that precision (CPU autocast, set in whichever thread runs each part)."""
         members = list(group.members if members is None else members)
         pool = pool if pool is not None else self.pool
         if not group.shared:
-            return {m: self._full(m, args) for m in members}
+            return {m: self._full(m, args, autocast) for m in members}
         lead = self[group.lead]
-        with lead.lock, torch.inference_mode():
+        with lead.lock, torch.inference_mode(), _autocast(autocast):
             hidden = _trunk_of(lead, group.k)(**args).last_hidden_state
         rest = {"inputs_embeds": hidden}
         if "attention_mask" in args:
             rest["attention_mask"] = args["attention_mask"]
 
         def tail(m: int) -> Any:
-            with self[m].lock, torch.inference_mode():
+            with self[m].lock, torch.inference_mode(), _autocast(autocast):
                 return _tail_of(self[m], group.k)(**rest)
 
         if pool is not None and len(members) > 1:
@@ -367,8 +372,8 @@ class SharedEnsemble(list):
             return {m: f.result() for m, f in futures.items()}
         return {m: tail(m) for m in members}
 
-    def _full(self, m: int, args: dict[str, torch.Tensor]) -> Any:
-        with self[m].lock, torch.inference_mode():
+    def _full(self, m: int, args: dict[str, torch.Tensor], autocast: torch.dtype | None = None) -> Any:
+        with self[m].lock, torch.inference_mode(), _autocast(autocast):
             return self[m].model(**args)
 
     def predict(self, inputs: list[dict[str, str]], members: Sequence[int] | None = None,

@@ -21,6 +21,13 @@ def _fresh_rate_limits():
 
 
 @pytest.fixture
+def float32_occlusion(monkeypatch):
+    """Occlusion batches in float32 whatever the CPU (the default runs them in bfloat16 where the CPU multiplies
+    it natively): for tests that check a map against separate forward passes to float32 precision."""
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "fp32")
+
+
+@pytest.fixture
 def redis_down(settings):
     """A cache outage: the cache is a real Redis client pointed at a port where nothing listens."""
     from django.core.cache import cache

@@ -41,10 +41,14 @@ def test_a_clearly_positive_sentence_credits_its_positive_words(trained_sentimen
     assert "positive" in result["legend"] and "word occlusion over 1 model" in result["legend"]
 
 
-def test_the_map_is_the_drop_in_probability_when_each_word_is_deleted(trained_sentiment):
+@pytest.mark.parametrize("precision, tolerance", [("fp32", 2e-4), ("bf16", 1e-2)])
+def test_the_map_is_the_drop_in_probability_when_each_word_is_deleted(trained_sentiment, monkeypatch, precision,
+                                                                       tolerance):
+    # bfloat16 batches (the default on CPUs that multiply them natively) move each drop by at most about 0.003 here
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", precision)
     result = explain_ensemble([trained_sentiment], {"text": POSITIVE})
     words = POSITIVE.split()
     for i, w in enumerate(result["words"]):
         text = " ".join(x for j, x in enumerate(words) if j != i)
         drop = result["probability"] - trained_sentiment.predict([{"text": text}])[0]["probs"]["positive"]
-        assert w["score"] * result["peak"] == pytest.approx(drop, abs=2e-4), w["word"]
+        assert w["score"] * result["peak"] == pytest.approx(drop, abs=tolerance), w["word"]

@@ -57,6 +57,7 @@ def forward_batches(predictors):
     return calls, handles
 
 
+@pytest.mark.usefixtures("float32_occlusion")
 def test_occlusion_runs_one_forward_batch_per_member_with_one_row_per_word(members):
     calls, handles = forward_batches(members)
     try:
@@ -82,6 +83,7 @@ def test_the_ensemble_answer_and_its_probability_are_the_mean_over_all_members(m
     assert "word occlusion over 3 models" in result["legend"] and result["target"] in result["legend"]
 
 
+@pytest.mark.usefixtures("float32_occlusion")
 def test_each_word_score_is_the_drop_in_the_mean_probability_when_that_word_is_deleted(members):
     result = explain.explain_ensemble(members, {"text": TEXT}, target="neutral")
     words = TEXT.split()
@@ -146,6 +148,7 @@ def test_qa_occlusion_explains_the_ensemble_answer_span_over_both_members(reader
     assert 0 < result["probability"] <= 1 and "its answer" in result["legend"]
 
 
+@pytest.mark.usefixtures("float32_occlusion")
 def test_the_generic_backend_default_explains_every_member_and_averages(member_paths):
     class Generic(InProcessBackend):  # the in-process backend without its own explain_ensemble
         explain_ensemble = Backend.explain_ensemble
@@ -202,6 +205,7 @@ def test_features_never_join_the_answer_with_other_words():
     assert explain.plan_features(words[:5], protected=set(), budget=8) == [[0], [1], [2], [3], [4]]
 
 
+@pytest.mark.usefixtures("float32_occlusion")
 def test_a_long_nli_premise_is_grouped_and_the_writers_hypothesis_goes_word_by_word(members, monkeypatch):
     # The real budget: a 120-token ANLI-sized pair gets 34 rows, a 20-token sentence one row per word.
     assert get_head("classification").occlusion_max_features(120) == 34
@@ -239,3 +243,56 @@ def test_a_long_nli_premise_is_grouped_and_the_writers_hypothesis_goes_word_by_w
     assert "the given text's words in groups of up to" in result["legend"]
     short = explain.explain_ensemble(members[:1], {"text": "A man plays.", "text_pair": "Nobody plays."})
     assert short["group"] == 1 and "groups" not in short["legend"]  # a short pair goes word by word
+
+
+# -- precision of the occlusion batch ----------------------------------------------------------------
+
+
+def test_auto_precision_is_bfloat16_only_for_batches_of_several_rows_on_a_cpu_that_multiplies_it(monkeypatch):
+    monkeypatch.delenv("ZOO_OCCLUSION_PRECISION", raising=False)
+    monkeypatch.setattr(explain, "_native_bf16", lambda: True)
+    assert explain.occlusion_dtype(20) is torch.bfloat16
+    assert explain.occlusion_dtype(explain.BF16_MIN_ROWS - 1) is None  # one short row is cheaper in float32
+    monkeypatch.setattr(explain, "_native_bf16", lambda: False)  # emulated bfloat16 would be slower
+    assert explain.occlusion_dtype(20) is None
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "bf16")
+    assert explain.occlusion_dtype(20) is torch.bfloat16
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "fp32")
+    monkeypatch.setattr(explain, "_native_bf16", lambda: True)
+    assert explain.occlusion_dtype(20) is None
+
+
+def test_a_bfloat16_batch_keeps_the_float32_map_and_the_verdict_comes_from_a_float32_pass(members, monkeypatch):
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "fp32")
+    exact = explain.explain_ensemble(members, {"text": TEXT})
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "bf16")
+    calls, handles = forward_batches(members)
+    try:
+        fast = explain.explain_ensemble(members, {"text": TEXT})
+    finally:
+        for h in handles:
+            h.remove()
+    n_words = len(TEXT.split())
+    assert calls == [[(n_words + 1, calls[0][0][1]), (1, calls[0][1][1])]] * 3  # the batch, then row 0 in float32
+    # the answer, its confidence and each member's prediction are the float32 ones, exactly
+    assert fast["target"] == exact["target"]
+    assert fast["probability"] == pytest.approx(exact["probability"], abs=1e-6)
+    for a, b in zip(fast["predictions"], exact["predictions"], strict=True):
+        assert a["label"] == b["label"] and a["probs"] == pytest.approx(b["probs"], abs=1e-6)
+    # the map itself: every word within a few hundredths of its float32 score, the strongest word the same one
+    assert [w["word"] for w in fast["words"]] == [w["word"] for w in exact["words"]]
+    assert [w["score"] for w in fast["words"]] == pytest.approx([w["score"] for w in exact["words"]], abs=0.06)
+    assert fast["peak"] == pytest.approx(exact["peak"], rel=0.1)
+    strongest = max(range(n_words), key=lambda i: abs(exact["words"][i]["score"]))
+    assert max(range(n_words), key=lambda i: abs(fast["words"][i]["score"])) == strongest
+
+
+def test_a_bfloat16_map_of_a_given_answer_needs_no_extra_pass(members, monkeypatch):
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "bf16")
+    calls, handles = forward_batches(members)
+    try:
+        explain.explain_ensemble(members, {"text": TEXT}, target="neutral")  # the map job: the verdict is known
+    finally:
+        for h in handles:
+            h.remove()
+    assert [len(c) for c in calls] == [1, 1, 1]

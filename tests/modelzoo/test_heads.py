@@ -40,6 +40,7 @@ def test_a_labelled_head_predicts_its_labels_with_probabilities(tmp_path):
     assert spec.target_of(prediction) == prediction["label"]
 
 
+@pytest.mark.usefixtures("float32_occlusion")
 def test_a_span_head_answers_with_a_span_of_the_passage_and_explains_it(tmp_path):
     spec = get_head("qa")
     predictor = Predictor.load(tiny_artifact(tmp_path / "q", "qa"))

@@ -67,9 +67,15 @@ def test_qa_verdict_is_a_span_of_the_passage_with_start_and_end_attributions(qa_
     assert question_words == ["When", "was", "it", "completed?"]
 
 
-def test_a_classification_verdict_and_its_map_take_one_forward_batch_per_member(open_round):
+@pytest.mark.parametrize("precision, passes", [
+    ("fp32", [6]),  # per member one batch: the sentence and the sentence without each of its 5 words
+    ("bf16", [6, 1]),  # the same batch in bfloat16, then the sentence alone in float32 for the verdict itself
+])
+def test_a_classification_verdict_and_its_map_take_one_forward_batch_per_member(open_round, monkeypatch, precision,
+                                                                                passes):
     from modelzoo.serving import ModelRef, get_backend
 
+    monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", precision)
     ensemble = deploy_tiny_ensemble(open_round, members=3)
     predictors = [get_backend().predictor(ModelRef.of(v)) for v in ensemble.ordered_members()]
     rows: list[list[int]] = [[] for _ in predictors]
@@ -80,5 +86,5 @@ def test_a_classification_verdict_and_its_map_take_one_forward_batch_per_member(
     finally:
         for hook in hooks:
             hook.remove()
-    assert rows == [[6], [6], [6]]  # per member one batch: the sentence and the sentence without each of its 5 words
+    assert rows == [passes] * 3
     assert verdict["explanation"]["members"] == 3 and len(verdict["models"]) == 3

@@ -15,6 +15,9 @@ from modelzoo.training import TrainExample
 from tests.modelzoo.trunks import member_artifacts
 
 LABELS = ["negative", "neutral", "positive"]
+# maps are compared with separate forward passes to float precision: occlusion batches in float32 here
+pytestmark = pytest.mark.usefixtures("float32_occlusion")
+
 TEXTS = [{"text": "The plot's twists aren't earned, sadly."}, {"text": "A gentle, funny film."},
          {"text": "Dull. Utterly, painfully dull, and twenty minutes too long!"}]
 QA = [{"question": "When was it completed?", "context": "The Eiffel Tower was completed in 1889 and is in Paris."},
