@@ -1,7 +1,7 @@
 """Benchmark: how good a cached-top QA member gets on held-out SQuAD questions, and how long it takes.
 
     nice -n 10 .venv/bin/python bench/bench_demo_qa.py [--train 3939] [--top-layers 2] [--epochs 1]
-        [--eval 150] [--max-length 256] [--lr 2e-4] [--members 1]
+        [--eval 150] [--max-length 256] [--lr 2e-4] [--members 1] [--bf16]
 
 Trains on questions of the vendored SQuAD v1.1 TRAIN articles (tasks/demo/samples/squad_train.json, the demo's
 QA training data; a shuffled subset of --train), with the demo's recipe (modelzoo.recipes, real
@@ -36,6 +36,7 @@ def main() -> None:
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--lr", type=float, default=2e-4)
     parser.add_argument("--members", type=int, default=1)
+    parser.add_argument("--bf16", action="store_true", help="train in bfloat16 autocast (where the CPU has it)")
     args = parser.parse_args()
     data_dir = Path(os.environ.get("DATA_DIR", ROOT.parent / "shared" / "data"))
     held_out_file = data_dir / "squad_subset" / "squad_subset.jsonl"
@@ -60,7 +61,7 @@ def main() -> None:
 
     examples = [TrainExample({"question": q, "context": c}, {"text": a, "start": s}) for _, q, c, a, s in rows]
     spec = recipes.RecipeSpec(head="qa", labels=[], max_length=args.max_length, top_layers=args.top_layers,
-                              epochs=args.epochs, lr=args.lr, min_steps=args.min_steps)
+                              epochs=args.epochs, lr=args.lr, min_steps=args.min_steps, bf16=args.bf16)
     out = Path(tempfile.mkdtemp(prefix="bench-demo-qa-"))
     seeds = list(range(args.members))
     wall, cpu = time.perf_counter(), time.process_time()
@@ -80,10 +81,11 @@ def main() -> None:
             text = aggregate([m[i] for m in per_model]).get("text", "")
             f1 += max(f1_score(text, g) for g in r["answers"]["text"])
             em += max(exact_match(text, g) for g in r["answers"]["text"])
-    print("| train questions | top layers | updates/member | members | held-out n | F1 | EM | train wall s | train CPU s |")
-    print("|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    print("| train questions | top layers | training precision | updates/member | members | held-out n | F1 | EM | train wall s | train CPU s |")
+    print("|---:|---:|---|---|---:|---:|---:|---:|---:|---:|")
     steps = "/".join(str(m["steps"]) for m in metrics)
-    print(f"| {len(rows)} | {args.top_layers} | {steps} | {len(seeds)} | {len(held)} | {f1 / len(held):.3f} | "
+    precision = "bfloat16" if recipes.training_dtype(spec) is not None else "float32"
+    print(f"| {len(rows)} | {args.top_layers} | {precision} | {steps} | {len(seeds)} | {len(held)} | {f1 / len(held):.3f} | "
           f"{em / len(held):.3f} | {train_wall:.0f} | {train_cpu:.0f} |")
     print(f"evaluation {time.perf_counter() - wall:.0f} s; member metrics: {json.dumps(metrics)[:600]}")
 

@@ -48,7 +48,10 @@ def default_recipe(task, **overrides: Any) -> RecipeSpec:
 
 
 def member_fingerprint(task, spec: RecipeSpec, seed: int, keys: Sequence[str]) -> str:
-    return payload_hash(task.slug, {"recipe": CACHED_TOP, "spec": asdict(spec), "seed": seed}, sorted(keys))
+    settings_ = asdict(spec)
+    if not settings_.get("bf16"):  # a setting added later: members trained before it keep their fingerprint
+        settings_.pop("bf16", None)
+    return payload_hash(task.slug, {"recipe": CACHED_TOP, "spec": settings_, "seed": seed}, sorted(keys))
 
 
 def train_ensemble(task, labelled: data.LabelledSet, seeds: Sequence[int], *, names: Sequence[str] | None = None,

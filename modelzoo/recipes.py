@@ -18,6 +18,7 @@ trained top layers and head), in the same format as `modelzoo.training.save_arti
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import hashlib
 import time
@@ -69,6 +70,7 @@ class RecipeSpec:
     evals: int = 8  # dev evaluations over the planned steps (early stopping granularity)
     patience: int = 3  # evaluations without improvement before stopping
     bucket_batches: int = 50  # batches of similar-length rows are formed within runs of this many batches (1: random)
+    bf16: bool = False  # train in bfloat16 autocast where the CPU multiplies it natively (AMX: ~1.7x per update)
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -160,6 +162,19 @@ def length_bucketed_batches(lengths: Sequence[int], batch_size: int, generator: 
         part = sorted(order[start:start + chunk], key=lambda i: lengths[i])
         batches += [part[j:j + batch_size] for j in range(0, len(part), batch_size)]
     return [batches[i] for i in torch.randperm(len(batches), generator=generator).tolist()]
+
+
+def training_dtype(spec: RecipeSpec) -> torch.dtype | None:
+    """bfloat16 when the spec asks for it and the CPU multiplies it natively (else float32: emulated bfloat16
+    would be slower); the weights, the optimiser and the saved artifact stay float32 either way."""
+    from modelzoo.explain import _native_bf16
+
+    return torch.bfloat16 if spec.bf16 and _native_bf16() else None
+
+
+def _autocast(spec: RecipeSpec):
+    dtype = training_dtype(spec)
+    return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 def _layers(model: torch.nn.Module) -> torch.nn.ModuleList:
@@ -312,7 +327,8 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
             if not batches:
                 batches = length_bucketed_batches(cache.lengths(), spec.batch_size, generator, spec.bucket_batches)
             ids = batches.pop()
-            loss = model(**cache.batch(ids)).loss
+            with _autocast(spec):
+                loss = model(**cache.batch(ids)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             optimizer.step(), scheduler.step(), optimizer.zero_grad()
@@ -320,7 +336,8 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
             recent = (recent + [loss.item()])[-50:]
             tick({"member": float(index), "loss": sum(recent) / len(recent)})
             if dev is not None and (step % eval_every == 0 or step == steps):
-                dev_loss = _dev_loss(model, dev, 64)
+                with _autocast(spec):
+                    dev_loss = _dev_loss(model, dev, 64)
                 dev_losses.append(round(dev_loss, 4))
                 if best is None or dev_loss < best[0] - 1e-4:
                     best, bad = (dev_loss, [p.detach().clone() for p in params]), 0

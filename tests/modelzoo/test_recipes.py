@@ -178,3 +178,19 @@ def test_the_recipe_with_the_real_encoder_beats_chance_on_sst2_dev(db, data_dir,
     predictions = Predictor.load(tmp_path / "m").predict(dev.inputs[:200])
     accuracy = sum(p["label"] == t for p, t in zip(predictions, dev.targets[:200], strict=True)) / 200
     assert accuracy > 0.65, (accuracy, metrics)
+
+
+def test_bfloat16_training_learns_and_saves_a_float32_member(tmp_path, monkeypatch):
+    monkeypatch.setattr("modelzoo.explain._native_bf16", lambda: True)  # as on a CPU with AMX
+    spec = tiny(bf16=True)
+    assert recipes.training_dtype(spec) is recipes.torch.bfloat16
+    recipes.train_ensemble(toy_rows(96), spec, [tmp_path / "a"], [0])
+    weights = load_file(tmp_path / "a" / "model.safetensors")
+    assert {t.dtype for t in weights.values()} == {recipes.torch.float32}  # autocast: the weights stay float32
+    assert accuracy(tmp_path / "a", toy_rows(40, offset=500)) >= 0.8
+
+
+def test_bfloat16_training_falls_back_to_float32_where_the_cpu_would_emulate_it(monkeypatch):
+    monkeypatch.setattr("modelzoo.explain._native_bf16", lambda: False)
+    assert recipes.training_dtype(tiny(bf16=True)) is None
+    assert recipes.training_dtype(tiny()) is None
