@@ -38,10 +38,11 @@ class MemberSettings(RecipeSpec):
 
 
 def default_recipe(task, **overrides: Any) -> RecipeSpec:
-    """The cached-top settings for a task's head and labels; `None` overrides are ignored (settings
-    MODELZOO_RECIPE may set defaults for every task)."""
+    """The cached-top settings for a task's head and labels: the head's `recipe_defaults`, then settings
+    MODELZOO_RECIPE (defaults for every task), then `overrides` (`None` ones are ignored)."""
     head = get_head(task.kind_impl.head)
     base: dict[str, Any] = {"head": head.name, "labels": list(task.typed_config.labels) if head.labelled else []}
+    base.update(head.recipe_defaults)
     base.update(getattr(settings, "MODELZOO_RECIPE", {}) or {})
     base.update({k: v for k, v in overrides.items() if v is not None})
     return RecipeSpec(**base)

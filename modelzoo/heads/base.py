@@ -8,7 +8,7 @@ A spec is stateless; `modelzoo.heads.get_head(name)` returns the one instance. W
   keep), `explained_logits` (which logits the gradient methods attribute);
 - the zoo's services: `default_max_length`, `default_strategy` (ensemble aggregation), `labelled`;
 - researchers' uploads: `architecture_suffix`, `labelled`; round seeding: `probabilities`; the demo:
-  `small_data_epochs`.
+  `small_data_epochs`; training (demo and rounds): `recipe_defaults`.
 Metrics are not the head's: a task kind scores predictions against its targets (`TaskKind.evaluate`), with
 its own settings (e.g. QA's answer alternatives).
 """
@@ -72,6 +72,9 @@ class HeadSpec(ABC):
     needs_offsets: ClassVar[bool] = False  # decoding needs the tokens' character offsets
     occlusion_needs_target: ClassVar[bool] = False  # occlusion must know the answer before its forward batch
     explained_name: ClassVar[str] = ""  # the explanation's "target" when it is not a label (QA: "answer")
+    # cached-top recipe settings this head trains best with (modelzoo.recipes.RecipeSpec fields), for the demo
+    # and the round pipeline alike; settings MODELZOO_RECIPE and explicit overrides come on top
+    recipe_defaults: ClassVar[dict[str, Any]] = {}
 
     # -- training ---------------------------------------------------------------------------------
 

@@ -194,3 +194,17 @@ def test_bfloat16_training_falls_back_to_float32_where_the_cpu_would_emulate_it(
     monkeypatch.setattr("modelzoo.explain._native_bf16", lambda: False)
     assert recipes.training_dtype(tiny(bf16=True)) is None
     assert recipes.training_dtype(tiny()) is None
+
+
+@pytest.mark.django_db
+def test_qa_tasks_fine_tune_every_block_and_classifiers_the_top_blocks_in_the_demo_and_the_rounds(settings):
+    from tests.factories import TaskFactory
+
+    settings.MODELZOO_RECIPE = {}
+    qa = ensemble_training.default_recipe(TaskFactory(slug="qa-recipe", kind="qa"))
+    assert (qa.top_layers, qa.lr, qa.bf16) == (6, 1e-4, True)  # all 6 blocks of all-MiniLM-L6-v2
+    sentiment = ensemble_training.default_recipe(TaskFactory(slug="sst-recipe", kind="sentiment"))
+    assert (sentiment.top_layers, sentiment.bf16) == (recipes.RecipeSpec.top_layers, False)
+    settings.MODELZOO_RECIPE = {"top_layers": 4}  # a deployment's setting and a caller's override come on top
+    assert ensemble_training.default_recipe(TaskFactory(slug="qa-2", kind="qa")).top_layers == 4
+    assert ensemble_training.default_recipe(TaskFactory(slug="qa-3", kind="qa"), top_layers=2).top_layers == 2
