@@ -6,6 +6,9 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# jemalloc for the demo's training when the system has it (Debian: libjemalloc2): training on batches of many
+# lengths fragments glibc's heap (the QA ensemble reached 9 GB resident; docs/benchmarks/demo.md)
+JEMALLOC := $(firstword $(wildcard /usr/lib/*-linux-gnu/libjemalloc.so.2 /usr/lib/libjemalloc.so.2 /usr/local/lib/libjemalloc.so.2))
 
 .PHONY: run test venv migrate demo bench lint fmt worker clean serve-prod stop-prod
 
@@ -29,7 +32,7 @@ demo: migrate
 run: demo
 	@mkdir -p var
 	@echo "Training the demo models in the background: log var/demo_models.log, progress on each task page"
-	@$(PY) manage.py demo_models --no-progress > var/demo_models.log 2>&1 & pid=$$!; \
+	@$(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) )$(PY) manage.py demo_models --no-progress > var/demo_models.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"; \
 	DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # System packages the test suite drives for real: Chromium + ChromeDriver (page tests) and a Java
-# runtime (TorchServe). Installed from Debian's packages when missing; a no-op when present.
+# runtime (TorchServe); and jemalloc for training (see the Makefile). Installed from Debian's packages when
+# missing; a no-op when present.
 set -euo pipefail
 need=()
 command -v chromium >/dev/null || need+=(chromium)
 command -v chromedriver >/dev/null || need+=(chromium-driver)
 command -v java >/dev/null || need+=(default-jre-headless)
+# jemalloc: `make run` preloads it for the demo's training when present (glibc's heap fragments: 9 GB for QA)
+ls /usr/lib/*-linux-gnu/libjemalloc.so.2 >/dev/null 2>&1 || need+=(libjemalloc2)
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
   echo "missing system packages: ${need[*]} (install them with your package manager)" >&2
