@@ -4,7 +4,7 @@ round 2 opens with the new ensemble and hardness seeds; leaderboard and dashboar
 from __future__ import annotations
 
 import pytest
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -30,7 +30,16 @@ def owner_task(transactional_db, settings):
 
 
 def text(browser, selector: str) -> str:
-    return browser.find_element(By.CSS_SELECTOR, selector).text
+    """The element's text, read again when the page's poller replaced the node between finding and reading it
+    (Chromium reports that as a stale element or as "Node ... does not belong to the document")."""
+    for attempt in range(5):
+        try:
+            return browser.find_element(By.CSS_SELECTOR, selector).text
+        except (StaleElementReferenceException, WebDriverException) as exc:
+            if attempt == 4 or not isinstance(exc, StaleElementReferenceException) and \
+                    "does not belong to the document" not in str(exc):
+                raise
+    raise AssertionError("unreachable")
 
 
 def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_task):
