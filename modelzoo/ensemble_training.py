@@ -50,8 +50,9 @@ def default_recipe(task, **overrides: Any) -> RecipeSpec:
 
 def member_fingerprint(task, spec: RecipeSpec, seed: int, keys: Sequence[str]) -> str:
     settings_ = asdict(spec)
-    if not settings_.get("bf16"):  # a setting added later: members trained before it keep their fingerprint
-        settings_.pop("bf16", None)
+    for name, default in (("bf16", False), ("select_on", "loss")):  # settings added later: members trained
+        if settings_.get(name) == default:  # before them keep their fingerprint
+            settings_.pop(name, None)
     return payload_hash(task.slug, {"recipe": CACHED_TOP, "spec": settings_, "seed": seed}, sorted(keys))
 
 

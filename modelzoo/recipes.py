@@ -71,6 +71,8 @@ class RecipeSpec:
     patience: int = 3  # evaluations without improvement before stopping
     bucket_batches: int = 50  # batches of similar-length rows are formed within runs of this many batches (1: random)
     bf16: bool = False  # train in bfloat16 autocast where the CPU multiplies it natively (AMX: ~1.7x per update)
+    select_on: str = "loss"  # early stopping and the kept checkpoint: dev "loss", or dev "error" (classification;
+    # ties broken by the loss; a head without labels falls back to the loss)
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -78,6 +80,8 @@ class RecipeSpec:
         get_head(self.head).check_labels(self.labels)
         if not self.max_length:
             self.max_length = get_head(self.head).default_max_length
+        if self.select_on not in ("loss", "error"):
+            raise ValueError('select_on must be "loss" or "error"')
         if self.top_layers < 1 or self.batch_size < 1 or self.lr <= 0 or self.min_steps < 1 or self.epochs < 1:
             raise ValueError("top_layers, batch_size, lr, min_steps and epochs must be positive")
 
@@ -233,16 +237,30 @@ def _trainable(model: torch.nn.Module, frozen: int) -> list[torch.nn.Parameter]:
 
 
 @torch.no_grad()
-def _dev_loss(model: torch.nn.Module, cache: CachedStates, batch_size: int) -> float:
+def _dev_loss(model: torch.nn.Module, cache: CachedStates, batch_size: int) -> tuple[float, float | None]:
+    """(mean loss, error rate or None) on the dev cache; the error rate when the model predicts labels."""
     model.eval()
-    total, n = 0.0, 0
+    total, n, wrong = 0.0, 0, 0
+    labelled = "labels" in cache.targets
     order = sorted(range(len(cache)), key=lambda i: cache.states[i].shape[0])  # little padding
     for start in range(0, len(order), batch_size):
         ids = order[start:start + batch_size]
-        total += float(model(**cache.batch(ids)).loss) * len(ids)
+        batch = cache.batch(ids)
+        output = model(**batch)
+        total += float(output.loss) * len(ids)
+        if labelled:
+            wrong += int((output.logits.argmax(-1) != batch["labels"]).sum())
         n += len(ids)
     model.train()
-    return total / max(n, 1)
+    return total / max(n, 1), (wrong / max(n, 1) if labelled else None)
+
+
+def _better(spec: RecipeSpec, loss: float, error: float | None, best: tuple) -> bool:
+    """Whether this dev evaluation improves on the best one: a lower loss, or with select_on="error" a lower
+    error rate (an equal one with a lower loss)."""
+    if spec.select_on == "error" and error is not None and best[2] is not None:
+        return error < best[2] - 1e-9 or (abs(error - best[2]) <= 1e-9 and loss < best[0] - 1e-4)
+    return loss < best[0] - 1e-4
 
 
 # -- the recipe -------------------------------------------------------------------------------------
@@ -317,8 +335,9 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
     optimizer = torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
     scheduler = linear_schedule(optimizer, int(steps * spec.warmup), steps)
     eval_every = max(1, steps // max(1, spec.evals))
-    best: tuple[float, list[torch.Tensor]] | None = None
+    best: tuple[float, list[torch.Tensor], float | None] | None = None  # (dev loss, weights, dev error)
     dev_losses: list[float] = []
+    dev_errors: list[float] = []
     bad, step, recent, stopped = 0, 0, [], False
     batches: list[list[int]] = []
     model.train()
@@ -337,10 +356,12 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
             tick({"member": float(index), "loss": sum(recent) / len(recent)})
             if dev is not None and (step % eval_every == 0 or step == steps):
                 with _autocast(spec):
-                    dev_loss = _dev_loss(model, dev, 64)
+                    dev_loss, dev_error = _dev_loss(model, dev, 64)
                 dev_losses.append(round(dev_loss, 4))
-                if best is None or dev_loss < best[0] - 1e-4:
-                    best, bad = (dev_loss, [p.detach().clone() for p in params]), 0
+                if dev_error is not None:
+                    dev_errors.append(round(dev_error, 4))
+                if best is None or _better(spec, dev_loss, dev_error, best):
+                    best, bad = (dev_loss, [p.detach().clone() for p in params], dev_error), 0
                 else:
                     bad += 1
                     stopped = bad >= spec.patience and step < steps
@@ -356,4 +377,5 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
     model.eval()
     return {"train_loss": round(sum(recent) / max(len(recent), 1), 4), "steps": step, "planned_steps": steps,
             "stopped_early": stopped, "dev_loss": best[0] if best else None, "dev_losses": dev_losses,
+            **({"dev_error": best[2], "dev_errors": dev_errors} if best and best[2] is not None else {}),
             "seed": seed}

@@ -197,7 +197,7 @@ def test_bfloat16_training_falls_back_to_float32_where_the_cpu_would_emulate_it(
 
 
 @pytest.mark.django_db
-def test_qa_tasks_fine_tune_every_block_and_classifiers_the_top_blocks_in_the_demo_and_the_rounds(settings):
+def test_each_head_trains_with_its_own_recipe_defaults_and_settings_come_on_top(settings):
     from tests.factories import TaskFactory
 
     settings.MODELZOO_RECIPE = {}
@@ -205,6 +205,24 @@ def test_qa_tasks_fine_tune_every_block_and_classifiers_the_top_blocks_in_the_de
     assert (qa.top_layers, qa.lr, qa.bf16) == (6, 1e-4, True)  # all 6 blocks of all-MiniLM-L6-v2
     sentiment = ensemble_training.default_recipe(TaskFactory(slug="sst-recipe", kind="sentiment"))
     assert (sentiment.top_layers, sentiment.bf16) == (recipes.RecipeSpec.top_layers, False)
+    assert (sentiment.lr, sentiment.select_on) == (1e-4, "error")  # the round pipeline's measured best
     settings.MODELZOO_RECIPE = {"top_layers": 4}  # a deployment's setting and a caller's override come on top
     assert ensemble_training.default_recipe(TaskFactory(slug="qa-2", kind="qa")).top_layers == 4
     assert ensemble_training.default_recipe(TaskFactory(slug="qa-3", kind="qa"), top_layers=2).top_layers == 2
+
+
+def test_selecting_on_the_dev_error_keeps_the_checkpoint_with_the_fewest_dev_mistakes(tmp_path):
+    metrics = recipes.train_ensemble(toy_rows(96), tiny(select_on="error", evals=10), [tmp_path / "a"], [0])[0]
+    assert len(metrics["dev_errors"]) == len(metrics["dev_losses"]) >= 2
+    assert metrics["dev_error"] == min(metrics["dev_errors"])  # the kept checkpoint is the most accurate one
+    kept = [i for i, e in enumerate(metrics["dev_errors"]) if e == metrics["dev_error"]]
+    assert metrics["dev_loss"] == pytest.approx(min(metrics["dev_losses"][i] for i in kept), abs=1e-4)  # ties: loss
+    assert accuracy(tmp_path / "a", toy_rows(40, offset=500)) >= 0.8
+
+
+def test_a_head_without_labels_selects_on_the_dev_loss_and_a_bad_setting_is_refused():
+    with pytest.raises(ValueError, match="select_on"):
+        tiny(select_on="accuracy")
+    assert recipes._better(tiny(select_on="error"), 1.0, None, (2.0, [], None))  # QA: no error rate, the loss
+    assert not recipes._better(tiny(select_on="error"), 1.0, 0.2, (2.0, [], 0.1))  # more mistakes, lower loss
+    assert recipes._better(tiny(), 1.0, 0.2, (2.0, [], 0.1))  # select_on="loss": the loss decides
