@@ -1,7 +1,7 @@
 """Build self-contained TorchServe archives with torch-model-archiver.
 
 An archive carries the zoo's serving code as a small `modelzoo` package of its own (`runtime.py`,
-`explain.py`, `trunk.py` and the `heads` package, none of which imports Django), so the handler imports
+`explain.py`, `trunk.py`, `precision.py` and the `heads` package, none of which imports Django), so the handler imports
 `modelzoo.runtime` exactly as the in-process backend does, and TorchServe needs nothing from this project.
 
 `build_ensemble_archive` packs every member of an ensemble into ONE archive (`members/<i>/` each, and an
@@ -28,7 +28,7 @@ from modelzoo.serving.base import BackendError
 
 PACKAGE = Path(__file__).resolve().parent
 HANDLER = PACKAGE.parent / "torchserve" / "handler.py"
-RUNTIME_MODULES = ["runtime.py", "explain.py", "trunk.py", "heads"]  # inside modelzoo/; a folder goes in whole
+RUNTIME_MODULES = ["runtime.py", "explain.py", "trunk.py", "precision.py", "heads"]  # inside modelzoo/; a folder goes in whole
 WEIGHTS = "model.safetensors"
 ENSEMBLE_FILE = "ensemble.json"
 MANIFEST = Path("MAR-INF") / "MANIFEST.json"

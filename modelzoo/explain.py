@@ -26,13 +26,13 @@ convergence delta recorded). Which logits they attribute is the head spec's choi
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from modelzoo import precision
 from modelzoo.trunk import SharedEnsemble
 
 OCCLUSION = "occlusion"
@@ -60,18 +60,9 @@ def occlusion_dtype(rows: int) -> torch.dtype | None:
         return None
     if wanted in ("bf16", "bfloat16"):
         return torch.bfloat16
-    if rows >= BF16_MIN_ROWS and _native_bf16():
+    if rows >= BF16_MIN_ROWS and precision.native_bf16():
         return torch.bfloat16
     return None
-
-
-@functools.cache
-def _native_bf16() -> bool:
-    cpu = getattr(torch, "cpu", None)
-    try:
-        return bool(cpu._is_amx_tile_supported() or cpu._is_avx512_bf16_supported())
-    except (AttributeError, RuntimeError):
-        return False
 
 
 def ig_steps(n_tokens: int) -> int:

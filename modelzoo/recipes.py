@@ -18,7 +18,6 @@ trained top layers and head), in the same format as `modelzoo.training.save_arti
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
 import time
@@ -30,6 +29,7 @@ from typing import Any
 import torch
 
 from modelzoo import encoder as enc
+from modelzoo import precision
 from modelzoo.heads import HEADS, get_head
 from modelzoo.runtime import configure_threads
 from modelzoo.training import (
@@ -171,14 +171,7 @@ def length_bucketed_batches(lengths: Sequence[int], batch_size: int, generator: 
 def training_dtype(spec: RecipeSpec) -> torch.dtype | None:
     """bfloat16 when the spec asks for it and the CPU multiplies it natively (else float32: emulated bfloat16
     would be slower); the weights, the optimiser and the saved artifact stay float32 either way."""
-    from modelzoo.explain import _native_bf16
-
-    return torch.bfloat16 if spec.bf16 and _native_bf16() else None
-
-
-def _autocast(spec: RecipeSpec):
-    dtype = training_dtype(spec)
-    return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+    return torch.bfloat16 if spec.bf16 and precision.native_bf16() else None
 
 
 def _layers(model: torch.nn.Module) -> torch.nn.ModuleList:
@@ -346,7 +339,7 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
             if not batches:
                 batches = length_bucketed_batches(cache.lengths(), spec.batch_size, generator, spec.bucket_batches)
             ids = batches.pop()
-            with _autocast(spec):
+            with precision.autocast(training_dtype(spec)):
                 loss = model(**cache.batch(ids)).loss
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
@@ -355,7 +348,7 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
             recent = (recent + [loss.item()])[-50:]
             tick({"member": float(index), "loss": sum(recent) / len(recent)})
             if dev is not None and (step % eval_every == 0 or step == steps):
-                with _autocast(spec):
+                with precision.autocast(training_dtype(spec)):
                     dev_loss, dev_error = _dev_loss(model, dev, 64)
                 dev_losses.append(round(dev_loss, 4))
                 if dev_error is not None:

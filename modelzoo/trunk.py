@@ -36,6 +36,8 @@ from typing import Any
 
 import torch
 
+from modelzoo import precision
+
 # Configuration keys that decide what the embeddings and the encoder layers compute (besides their weights).
 TRUNK_CONFIG_KEYS = ("hidden_size", "num_attention_heads", "intermediate_size", "hidden_act", "layer_norm_eps",
                      "max_position_embeddings", "type_vocab_size", "vocab_size", "position_embedding_type",
@@ -308,10 +310,6 @@ def cached_plan(predictors: Sequence[Any], share: bool | None = None) -> list[Gr
 # -- the ensemble ------------------------------------------------------------------------------------
 
 
-def _autocast(dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
-    return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
-
-
 class SharedEnsemble(list):
     """The members (runtime.Predictor, in order) of one ensemble, with the trunks they share. A list of the
     predictors, so that it goes wherever a list of members goes (`explain.explain_ensemble`)."""
@@ -357,14 +355,14 @@ class SharedEnsemble(list):
         if not group.shared:
             return {m: self._full(m, args, autocast) for m in members}
         lead = self[group.lead]
-        with lead.lock, torch.inference_mode(), _autocast(autocast):
+        with lead.lock, torch.inference_mode(), precision.autocast(autocast):
             hidden = _trunk_of(lead, group.k)(**args).last_hidden_state
         rest = {"inputs_embeds": hidden}
         if "attention_mask" in args:
             rest["attention_mask"] = args["attention_mask"]
 
         def tail(m: int) -> Any:
-            with self[m].lock, torch.inference_mode(), _autocast(autocast):
+            with self[m].lock, torch.inference_mode(), precision.autocast(autocast):
                 return _tail_of(self[m], group.k)(**rest)
 
         if pool is not None and len(members) > 1:
@@ -373,7 +371,7 @@ class SharedEnsemble(list):
         return {m: tail(m) for m in members}
 
     def _full(self, m: int, args: dict[str, torch.Tensor], autocast: torch.dtype | None = None) -> Any:
-        with self[m].lock, torch.inference_mode(), _autocast(autocast):
+        with self[m].lock, torch.inference_mode(), precision.autocast(autocast):
             return self[m].model(**args)
 
     def predict(self, inputs: list[dict[str, str]], members: Sequence[int] | None = None,

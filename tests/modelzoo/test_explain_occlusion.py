@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
-from modelzoo import explain
+from modelzoo import explain, precision
 from modelzoo.heads import get_head
 from modelzoo.heads.qa import best_spans
 from modelzoo.runtime import Predictor
@@ -49,22 +51,23 @@ def readers(tmp_path_factory):
     return [Predictor.load(tiny_artifact(root / f"q{seed}", "qa", seed=seed)) for seed in range(2)]
 
 
+@contextlib.contextmanager
 def forward_batches(predictors):
-    """Record the batch shape of every forward call of each predictor's model."""
+    """Record the batch shape of every forward call of each predictor's model while the block runs."""
     calls: list[list[tuple[int, ...]]] = [[] for _ in predictors]
     handles = [p.model.register_forward_hook(lambda m, a, kw, out, i=i: calls[i].append(tuple(kw["input_ids"].shape)),
                                              with_kwargs=True) for i, p in enumerate(predictors)]
-    return calls, handles
+    try:
+        yield calls
+    finally:
+        for h in handles:
+            h.remove()
 
 
 @pytest.mark.usefixtures("float32_occlusion")
 def test_occlusion_runs_one_forward_batch_per_member_with_one_row_per_word(members):
-    calls, handles = forward_batches(members)
-    try:
+    with forward_batches(members) as calls:
         result = explain.explain_ensemble(members, {"text": TEXT})
-    finally:
-        for h in handles:
-            h.remove()
     n_words = len(TEXT.split())
     assert [len(c) for c in calls] == [1, 1, 1]  # verdict and map from the same batch: no other forward pass
     assert all(c[0][0] == n_words + 1 for c in calls)
@@ -132,12 +135,8 @@ def test_qa_span_confidence_is_a_probability_over_the_valid_spans(readers):
 
 
 def test_qa_occlusion_explains_the_ensemble_answer_span_over_both_members(readers):
-    calls, handles = forward_batches(readers)
-    try:
+    with forward_batches(readers) as calls:
         result = explain.explain_ensemble(readers, QA_INPUT)
-    finally:
-        for h in handles:
-            h.remove()
     predictions = [r.predict([QA_INPUT])[0] for r in readers]
     target = readers[0].spec.ensemble_target(predictions)
     assert result["span"] == [target["start"], target["end"]] and result["target"] == "answer"
@@ -176,12 +175,8 @@ def test_a_long_passage_is_occluded_in_groups_within_the_row_budget(readers):
     context = f"{filler} The Eiffel Tower was completed in 1889 and is in Paris. {filler}"
     model_input = {"question": "When was the Eiffel Tower completed?", "context": context}
     answer = {"start": context.index("1889"), "end": context.index("1889") + 4}
-    calls, handles = forward_batches(readers[:1])
-    try:
+    with forward_batches(readers[:1]) as calls:
         result = explain.explain_ensemble(readers[:1], model_input, target=answer)
-    finally:
-        for h in handles:
-            h.remove()
     budget = readers[0].spec.occlusion_max_features(len(readers[0].encode([model_input])["input_ids"][0]))
     [[(rows, _)]] = calls
     assert rows <= budget + 3  # the unchanged input, at most `budget` features, and a break at the answer
@@ -215,12 +210,8 @@ def test_a_long_nli_premise_is_grouped_and_the_writers_hypothesis_goes_word_by_w
     monkeypatch.setattr(type(members[0].spec), "occlusion_max_features", lambda self, n_tokens: 16)
     premise = " ".join(f"Clause {i} describes the harbour, the boats and the weather." for i in range(3))
     model_input = {"text": premise, "text_pair": "Nobody in the report mentions any boats at all."}
-    calls, handles = forward_batches(members[:1])
-    try:
+    with forward_batches(members[:1]) as calls:
         result = explain.explain_ensemble(members[:1], model_input)
-    finally:
-        for h in handles:
-            h.remove()
     n_tokens = len(members[0].encode([model_input])["input_ids"][0])
     assert n_tokens < members[0].max_length
     budget = members[0].spec.occlusion_max_features(n_tokens)
@@ -250,15 +241,15 @@ def test_a_long_nli_premise_is_grouped_and_the_writers_hypothesis_goes_word_by_w
 
 def test_auto_precision_is_bfloat16_only_for_batches_of_several_rows_on_a_cpu_that_multiplies_it(monkeypatch):
     monkeypatch.delenv("ZOO_OCCLUSION_PRECISION", raising=False)
-    monkeypatch.setattr(explain, "_native_bf16", lambda: True)
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
     assert explain.occlusion_dtype(20) is torch.bfloat16
     assert explain.occlusion_dtype(explain.BF16_MIN_ROWS - 1) is None  # one short row is cheaper in float32
-    monkeypatch.setattr(explain, "_native_bf16", lambda: False)  # emulated bfloat16 would be slower
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)  # emulated bfloat16 would be slower
     assert explain.occlusion_dtype(20) is None
     monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "bf16")
     assert explain.occlusion_dtype(20) is torch.bfloat16
     monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "fp32")
-    monkeypatch.setattr(explain, "_native_bf16", lambda: True)
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
     assert explain.occlusion_dtype(20) is None
 
 
@@ -266,12 +257,8 @@ def test_a_bfloat16_batch_keeps_the_float32_map_and_the_verdict_comes_from_a_flo
     monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "fp32")
     exact = explain.explain_ensemble(members, {"text": TEXT})
     monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "bf16")
-    calls, handles = forward_batches(members)
-    try:
+    with forward_batches(members) as calls:
         fast = explain.explain_ensemble(members, {"text": TEXT})
-    finally:
-        for h in handles:
-            h.remove()
     n_words = len(TEXT.split())
     assert calls == [[(n_words + 1, calls[0][0][1]), (1, calls[0][1][1])]] * 3  # the batch, then row 0 in float32
     # the answer, its confidence and each member's prediction are the float32 ones, exactly
@@ -289,10 +276,6 @@ def test_a_bfloat16_batch_keeps_the_float32_map_and_the_verdict_comes_from_a_flo
 
 def test_a_bfloat16_map_of_a_given_answer_needs_no_extra_pass(members, monkeypatch):
     monkeypatch.setenv("ZOO_OCCLUSION_PRECISION", "bf16")
-    calls, handles = forward_batches(members)
-    try:
+    with forward_batches(members) as calls:
         explain.explain_ensemble(members, {"text": TEXT}, target="neutral")  # the map job: the verdict is known
-    finally:
-        for h in handles:
-            h.remove()
     assert [len(c) for c in calls] == [1, 1, 1]

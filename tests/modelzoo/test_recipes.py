@@ -181,7 +181,7 @@ def test_the_recipe_with_the_real_encoder_beats_chance_on_sst2_dev(db, data_dir,
 
 
 def test_bfloat16_training_learns_and_saves_a_float32_member(tmp_path, monkeypatch):
-    monkeypatch.setattr("modelzoo.explain._native_bf16", lambda: True)  # as on a CPU with AMX
+    monkeypatch.setattr("modelzoo.precision.native_bf16", lambda: True)  # as on a CPU with AMX
     spec = tiny(bf16=True)
     assert recipes.training_dtype(spec) is recipes.torch.bfloat16
     recipes.train_ensemble(toy_rows(96), spec, [tmp_path / "a"], [0])
@@ -191,7 +191,7 @@ def test_bfloat16_training_learns_and_saves_a_float32_member(tmp_path, monkeypat
 
 
 def test_bfloat16_training_falls_back_to_float32_where_the_cpu_would_emulate_it(monkeypatch):
-    monkeypatch.setattr("modelzoo.explain._native_bf16", lambda: False)
+    monkeypatch.setattr("modelzoo.precision.native_bf16", lambda: False)
     assert recipes.training_dtype(tiny(bf16=True)) is None
     assert recipes.training_dtype(tiny()) is None
 
