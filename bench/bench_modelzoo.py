@@ -124,23 +124,27 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
     # modelzoo.explain.occlusion_dtype) and, interleaved, forced to float32, so the two are compared in one run.
     from modelzoo.explain import OCCLUSION_PRECISION_ENV, occlusion_dtype
 
-    verdict, mapped, explained, forward, mapped32 = [], [], [], [], []
+    verdict, mapped, explained, forward, mapped32, whole = [], [], [], [], [], []
     version_ids = [v.pk for v in versions]
     default = os.environ.pop(OCCLUSION_PRECISION_ENV, None)
 
-    def map32(model_input: dict, ensemble_prediction: dict) -> None:
-        os.environ[OCCLUSION_PRECISION_ENV] = "fp32"
+    def with_env(name: str, value: str, call: Callable[[], object]) -> object:
+        os.environ[name] = value
         try:
-            services.explain_verdict(round_.task, version_ids, model_input, ensemble_prediction)
+            return call()
         finally:
-            os.environ.pop(OCCLUSION_PRECISION_ENV)
+            os.environ.pop(name)
 
     for i in range(n + 10):
         model_input = inputs[i % len(inputs)]
         out: dict = {}
         v = timed(lambda mi=model_input, o=out: o.update(v=services.predict_for_round(round_, [mi], explain=False)[0]))
         m = timed(lambda mi=model_input, o=out: services.explain_verdict(round_.task, version_ids, mi, o["v"]["ensemble"]))
-        m32 = timed(lambda mi=model_input, o=out: map32(mi, o["v"]["ensemble"]))
+        m32 = timed(lambda mi=model_input, o=out: with_env(OCCLUSION_PRECISION_ENV, "fp32", lambda: services.explain_verdict(
+            round_.task, version_ids, mi, o["v"]["ensemble"])))
+        # the same verdict and map with each member's whole last layer (not only the [CLS] token's), interleaved
+        w = timed(lambda mi=model_input: with_env("ZOO_FIRST_TOKEN", "0", lambda: services.explain_verdict(
+            round_.task, version_ids, mi, services.predict_for_round(round_, [mi], explain=False)[0]["ensemble"])))
         b = timed(lambda mi=model_input: bare(mi["text"]))
         if i >= 10:  # warm-up
             verdict.append(v)
@@ -148,6 +152,7 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
             explained.append(v + m)
             forward.append(b)
             mapped32.append(m32)
+            whole.append(w)
     if default is not None:
         os.environ[OCCLUSION_PRECISION_ENV] = default
     words = statistics.median(len(inputs[i % len(inputs)]["text"].split()) for i in range(10, n + 10))
@@ -157,6 +162,7 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
     return {"verdict": summary(verdict), "map": summary(mapped), "explained": summary(explained),
             "bare": summary(forward), "method": services.explanation_method(round_.task), "words": words,
             "sharing": ensemble(predictors).describe(), "map_fp32": summary(mapped32),
+            "explained_whole": summary(whole),
             "precision": "bfloat16" if precision is not None else "float32"}
 
 
@@ -249,7 +255,20 @@ def bench_explanations(versions, model_input, n: int) -> dict[str, dict[str, flo
 # -- report -----------------------------------------------------------------------------------------
 
 
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
 def report(r: dict, args: argparse.Namespace) -> str:
+    from modelzoo.precision import native_bf16
+
     ip, lat, thr, ex = r["inprocess"], r["torchserve"], r["batching"], r["explain"]
     ratio = ip["verdict"]["p50"] / ip["bare"]["p50"]
     ratio95 = ip["verdict"]["p95"] / ip["bare"]["p95"]
@@ -266,7 +285,7 @@ def report(r: dict, args: argparse.Namespace) -> str:
     return f"""# Model zoo benchmark
 
 Command: `nice -n 10 .venv/bin/python bench/bench_modelzoo.py --n {args.n} --seconds {args.seconds:g} --clients {args.clients} --train-rows {args.train_rows} --recipe {args.recipe}`
-(run by `make bench`). Machine: {os.cpu_count()} cores, {platform.python_implementation()} {platform.python_version()},
+(run by `make bench`). Machine: {os.cpu_count()} cores ({cpu_model()}; bfloat16 in hardware: {"yes" if native_bf16() else "no"}), {platform.python_implementation()} {platform.python_version()},
 load average at start {r["load"]}. Real encoder (all-MiniLM-L6-v2, 22.7 M parameters), three members fine-tuned on
 {args.train_rows} SST-2 rows (seeds 0-2, recipe `{args.recipe}`), inputs: SST-2 dev sentences. Measured side by side in one run (interleaved).
 The machine is shared with other work, so absolute figures are noisy; the ratios are the point.
@@ -280,6 +299,7 @@ The machine is shared with other work, so absolute figures are noisy; the ratios
 | the verdict's word map alone (`explain_verdict`: {ip["method"]} over the 3 members, the job that follows the verdict) | {ip["map"]["p50"]:.1f} | {ip["map"]["p95"]:.1f} |
 | the same map with its batch forced to float32 (`ZOO_OCCLUSION_PRECISION=fp32`), interleaved | {ip["map_fp32"]["p50"]:.1f} | {ip["map_fp32"]["p95"]:.1f} |
 | verdict + its word map | {ip["explained"]["p50"]:.1f} | {ip["explained"]["p95"]:.1f} |
+| verdict + word map with each member's whole last layer (`ZOO_FIRST_TOKEN=0`), interleaved | {ip["explained_whole"]["p50"]:.1f} | {ip["explained_whole"]["p95"]:.1f} |
 | ratio verdict / bare (what the writer waits for) | {ratio:.2f} | {ratio95:.2f} |
 | ratio verdict + word map / bare | {explained:.2f} | {explained95:.2f} |
 
@@ -287,7 +307,9 @@ Inputs: SST-2 dev sentences, median {ip["words"]:g} words. Members trained with 
 trunk found at load (member indices, shared layers): {ip.get("sharing")}. Goal verdict / bare <= 1.3:
 {ok(ratio <= 1.3)} (p50). Goal verdict + explanation / bare <= 2: {ok(explained <= 2)} (p50: {explained:.2f}x).
 The map's batch ran in {ip["precision"]} by default on this CPU (`modelzoo.explain.occlusion_dtype`); float32 / default
-map at p50: {ip["map_fp32"]["p50"] / ip["map"]["p50"]:.2f}x. The verdict no longer waits for its map (the map is a job of its
+map at p50: {ip["map_fp32"]["p50"] / ip["map"]["p50"]:.2f}x. A classifier's last layer runs for the [CLS] token alone
+(`modelzoo.trunk.FirstTokenLayer`, the same logits): verdict + map with whole last layers / default at p50:
+{ip["explained_whole"]["p50"] / ip["explained"]["p50"]:.2f}x. The verdict no longer waits for its map (the map is a job of its
 own that follows it, on the explainer), but the map still costs what it costs: word occlusion runs the input plus
 one row per word through each member's top layers (the shared lower layers once for all members), so its cost
 grows with the number of words.

@@ -106,11 +106,74 @@ def trunk_view(model: torch.nn.Module, k: int) -> torch.nn.Module:
     return _view(base, {"encoder": encoder, **({"pooler": None} if "pooler" in base._modules else {})})
 
 
-def tail_view(model: torch.nn.Module, k: int) -> torch.nn.Module:
-    """The whole model from layer k on: `view(inputs_embeds=trunk hidden states, attention_mask=...)`."""
+def tail_view(model: torch.nn.Module, k: int, first_token: bool | None = None) -> torch.nn.Module:
+    """The whole model from layer k on: `view(inputs_embeds=trunk hidden states, attention_mask=...)`. When the
+    head reads only the first token (`reads_first_token_only`; `first_token=False` or ZOO_FIRST_TOKEN=0: never),
+    its last layer computes that token alone (`FirstTokenLayer`: the same logits)."""
     base, layers = _structure(model)  # type: ignore[misc]
-    encoder = _view(base.encoder, {"layer": torch.nn.ModuleList(list(layers)[k:])})
+    tail = list(layers)[k:]
+    if (first_token_enabled() if first_token is None else first_token) and tail and reads_first_token_only(model):
+        tail[-1] = FirstTokenLayer(tail[-1])
+    encoder = _view(base.encoder, {"layer": torch.nn.ModuleList(tail)})
     return _view(model, {model.base_model_prefix: _view(base, {"embeddings": Passthrough(), "encoder": encoder})})
+
+
+# -- the last layer of a classifier: the first token alone ---------------------------------------------
+
+
+def first_token_enabled() -> bool:
+    return os.environ.get("ZOO_FIRST_TOKEN", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def reads_first_token_only(model: torch.nn.Module) -> bool:
+    """Whether nothing but the first token of the last layer reaches the model's output: BERT's sequence
+    classifier, whose pooler reads [CLS] (exact classes only: a subclass may read more)."""
+    from transformers.models.bert import modeling_bert as bert
+
+    if type(model) is not bert.BertForSequenceClassification:
+        return False
+    base, config = model.base_model, model.config
+    return (type(base) is bert.BertModel and type(base.pooler) is bert.BertPooler and not config.is_decoder
+            and not config.add_cross_attention
+            and all(type(layer) is bert.BertLayer for layer in base.encoder.layer))
+
+
+class FirstTokenLayer(torch.nn.Module):
+    """A BERT encoder layer that computes its output for the first token only ([batch, 1, hidden]): keys and
+    values of every token (the first token attends to all of them), the query, attention output and
+    feed-forward block of the first token alone. The last layer of a classifier whose pooler reads [CLS] needs
+    nothing more: in a 24-token row it does about a fifth of a full layer's arithmetic, and the logits are the
+    same (tests/modelzoo/test_trunk_sharing.py). Same parameters as the wrapped layer (a view)."""
+
+    def __init__(self, layer: torch.nn.Module):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                *_: Any, **kwargs: Any) -> torch.Tensor:
+        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+        from transformers.models.bert.modeling_bert import eager_attention_forward
+        from transformers.pytorch_utils import apply_chunking_to_forward
+
+        layer = self.layer
+        attention = layer.attention.self
+        batch, length = hidden_states.shape[:2]
+        first = hidden_states[:, :1]
+        size = attention.attention_head_size
+        query = attention.query(first).view(batch, 1, -1, size).transpose(1, 2)
+        key = attention.key(hidden_states).view(batch, length, -1, size).transpose(1, 2)
+        value = attention.value(hidden_states).view(batch, length, -1, size).transpose(1, 2)
+        if attention_mask is not None and attention_mask.dim() == 4 and attention_mask.shape[-2] > 1:
+            attention_mask = attention_mask[:, :, :1]  # the first query's row of a [batch, 1, query, key] mask
+        interface = ALL_ATTENTION_FUNCTIONS.get_interface(attention.config._attn_implementation,
+                                                          eager_attention_forward)
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("encoder_attention_mask", "cache", "use_cache")}
+        context, _ = interface(attention, query, key, value, attention_mask,
+                               dropout=attention.dropout.p if attention.training else 0.0,
+                               scaling=attention.scaling, **kwargs)
+        attended = layer.attention.output(context.reshape(batch, 1, -1).contiguous(), first)
+        return apply_chunking_to_forward(layer.feed_forward_chunk, layer.chunk_size_feed_forward, layer.seq_len_dim,
+                                         attended)
 
 
 def _views(predictor: Any) -> dict[tuple[str, int], torch.nn.Module]:
@@ -129,9 +192,10 @@ def _trunk_of(predictor: Any, k: int) -> torch.nn.Module:
 
 def _tail_of(predictor: Any, k: int) -> torch.nn.Module:
     views = _views(predictor)
-    if ("tail", k) not in views:
-        views[("tail", k)] = tail_view(predictor.model, k)
-    return views[("tail", k)]
+    key = ("tail", k, first_token_enabled())
+    if key not in views:
+        views[key] = tail_view(predictor.model, k, key[2])
+    return views[key]
 
 
 # -- detection ----------------------------------------------------------------------------------------

@@ -43,13 +43,14 @@ def readers(tmp_path_factory):
 
 
 def count_runs(predictors):
-    """How often each member's own embeddings and own last layer ran."""
+    """How often each member's own embeddings and own last layer ran (its feed-forward output: a classifier's
+    last layer may run for the first token alone, `trunk.FirstTokenLayer`, without calling the layer itself)."""
     runs = {"embeddings": [0] * len(predictors), "last": [0] * len(predictors)}
     handles = []
     for i, p in enumerate(predictors):
         base = p.model.base_model
         handles.append(base.embeddings.register_forward_hook(lambda *_, i=i: runs["embeddings"].__setitem__(i, runs["embeddings"][i] + 1)))
-        handles.append(base.encoder.layer[-1].register_forward_hook(lambda *_, i=i: runs["last"].__setitem__(i, runs["last"][i] + 1)))
+        handles.append(base.encoder.layer[-1].output.register_forward_hook(lambda *_, i=i: runs["last"].__setitem__(i, runs["last"][i] + 1)))
     return runs, handles
 
 
@@ -113,6 +114,39 @@ def test_occlusion_map_through_the_shared_trunk_equals_separate_forwards(shared)
     assert_same_predictions([[p] for p in together["predictions"]], [[p] for p in apart["predictions"]])
     with_target = explain.explain_ensemble(ensemble(shared), TEXTS[2], "occlusion", "positive")
     assert_same_map(with_target, explain.explain_ensemble(ensemble(shared, share=False), TEXTS[2], "occlusion", "positive"))
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_a_classifiers_last_layer_runs_for_the_first_token_alone_with_the_same_logits(shared, attention):
+    """The pooler reads [CLS] only, so the tails' last layer computes [CLS] alone: the same logits as the whole
+    layer, on a batch with padding (rows of different lengths), and a last hidden state of one token."""
+    model = __import__("copy").deepcopy(shared[0].model)
+    model.set_attn_implementation(attention)
+    assert model.config._attn_implementation == attention
+    assert trunk.reads_first_token_only(model)
+    encoding = shared[0].encode(TEXTS)
+    args = shared[0].model_args(encoding)
+    assert int(args["attention_mask"].sum(1).min()) < args["attention_mask"].shape[1]  # some rows are padded
+    with torch.inference_mode():
+        hidden = trunk.trunk_view(model, 1)(**args).last_hidden_state
+        rest = {"inputs_embeds": hidden, "attention_mask": args["attention_mask"]}
+        pruned = trunk.tail_view(model, 1, first_token=True)(**rest)
+        last = trunk.tail_view(model, 1, first_token=True).base_model(**rest).last_hidden_state
+        whole = trunk.tail_view(model, 1, first_token=False)(**rest)
+        stock = model(**args).logits
+    assert isinstance(trunk.tail_view(model, 1, first_token=True).base_model.encoder.layer[-1], trunk.FirstTokenLayer)
+    assert last.shape[:2] == (len(TEXTS), 1)
+    torch.testing.assert_close(pruned.logits, whole.logits, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(pruned.logits, stock, atol=1e-6, rtol=1e-5)
+
+
+def test_the_first_token_layer_is_kept_for_classifiers_only(shared, readers, monkeypatch):
+    assert not trunk.reads_first_token_only(readers[0].model)  # QA reads every token's start and end logits
+    assert not any(isinstance(layer, trunk.FirstTokenLayer)
+                   for layer in trunk.tail_view(readers[0].model, 1).base_model.encoder.layer)
+    monkeypatch.setenv("ZOO_FIRST_TOKEN", "0")
+    assert not any(isinstance(layer, trunk.FirstTokenLayer)
+                   for layer in trunk.tail_view(shared[0].model, 1).base_model.encoder.layer)
 
 
 def test_a_plain_list_of_members_shares_its_trunk_too(shared):
