@@ -233,6 +233,41 @@ def bench_batching(server, version, inputs, clients: int, seconds: float) -> dic
     return out
 
 
+def bench_floor(versions, inputs, n: int, precision: str) -> dict[str, float]:
+    """The word map's arithmetic floor at the median input: the multiply-adds of its matrix products (the shared
+    trunk once per row, each member's own blocks, a classifier's last layer for [CLS] alone), divided by the rate
+    this CPU multiplies matrices of the map's shapes at, on one thread, in the map's precision (the best of 30
+    products, so no overhead at all is counted). What no implementation of word occlusion can go below here."""
+    import torch
+
+    from modelzoo.runtime import ensemble
+    from modelzoo.serving import ModelRef, get_backend
+    from modelzoo.trunk import reads_first_token_only
+
+    predictors = [get_backend("inprocess").predictor(ModelRef.of(v)) for v in versions]
+    group = ensemble(predictors).groups[0]
+    config = predictors[0].model.config
+    hidden, inner, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    sample = inputs[:n]
+    tokens = statistics.median(len(predictors[0].tokenizer(i["text"])["input_ids"]) for i in sample)
+    rows = statistics.median(len(i["text"].split()) for i in sample) + 1
+    full = 4 * hidden * hidden + 2 * hidden * inner  # multiply-adds per token per layer
+    last = (tokens * 2 * hidden * hidden + full - 2 * hidden * hidden) / tokens \
+        if reads_first_token_only(predictors[0].model) else full
+    per_token = group.k * full + len(group.members) * ((layers - group.k - 1) * full + last) if group.shared \
+        else len(predictors) * ((layers - 1) * full + last)
+    flops = 2 * rows * tokens * per_token
+    dtype = torch.bfloat16 if precision == "bfloat16" else torch.float32
+    a = torch.randn(int(rows * tokens), hidden, dtype=dtype)
+    w = torch.randn(inner, hidden, dtype=dtype)
+    for _ in range(5):
+        a @ w.t()
+    best = min(timed(lambda: a @ w.t()) for _ in range(30))
+    rate = 2 * a.shape[0] * hidden * inner / best
+    return {"gflop": flops / 1e9, "rate": rate / 1e9, "ms": flops / rate * 1000, "rows": rows, "tokens": tokens,
+            "layers_per_row": per_token / full}
+
+
 def bench_explanations(versions, model_input, n: int) -> dict[str, dict[str, float]]:
     from modelzoo.serving import ModelRef, get_backend
 
@@ -269,7 +304,7 @@ def cpu_model() -> str:
 def report(r: dict, args: argparse.Namespace) -> str:
     from modelzoo.precision import native_bf16
 
-    ip, lat, thr, ex = r["inprocess"], r["torchserve"], r["batching"], r["explain"]
+    ip, lat, thr, ex, fl = r["inprocess"], r["torchserve"], r["batching"], r["explain"], r["floor"]
     ratio = ip["verdict"]["p50"] / ip["bare"]["p50"]
     ratio95 = ip["verdict"]["p95"] / ip["bare"]["p95"]
     gap = lat["torchserve"]["p50"] - lat["inprocess"]["p50"]
@@ -313,6 +348,13 @@ map at p50: {ip["map_fp32"]["p50"] / ip["map"]["p50"]:.2f}x. A classifier's last
 own that follows it, on the explainer), but the map still costs what it costs: word occlusion runs the input plus
 one row per word through each member's top layers (the shared lower layers once for all members), so its cost
 grows with the number of words.
+
+**Arithmetic floor of the map** (`bench_floor`): at the median input ({fl["rows"]:g} rows of {fl["tokens"]:g} tokens,
+{fl["layers_per_row"]:.2f} layer passes per row: the shared trunk once, each member's own blocks, a classifier's last
+layer for [CLS] alone) its matrix products are {fl["gflop"]:.1f} GFLOP; this CPU multiplies matrices of the map's
+shapes at {fl["rate"]:.0f} GFLOP/s on one thread in {ip["precision"]} (the best of 30 products, no overhead counted), so
+no implementation of word occlusion can take less than **{fl["ms"]:.0f} ms** here: {fl["ms"] / ip["bare"]["p50"]:.2f}x the
+bare forward passes before the verdict is counted (the goal leaves the map {2 * ip["bare"]["p50"] - ip["verdict"]["p50"]:.0f} ms).
 
 ### Faithfulness of the map (same run, same 3 members)
 
@@ -391,6 +433,8 @@ def run(workdir: Path, args: argparse.Namespace) -> dict:
     print(f"in process: {results['inprocess']}", flush=True)
     results["explain"] = bench_explanations(versions, twenty_token_input(inputs), args.n)
     print(f"explanations: {results['explain']}", flush=True)
+    results["floor"] = bench_floor(versions, inputs, args.n, results["inprocess"]["precision"])
+    print(f"floor: {results['floor']}", flush=True)
     results["faithfulness"] = bench_faithfulness(versions, dev_rows(Path(settings.DATA_DIR)))
     server = LocalTorchServe(workdir / "torchserve", Path(settings.MODEL_STORE) / "torchserve", *free_ports(5))
     server.start()
