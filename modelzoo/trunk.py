@@ -176,7 +176,7 @@ class FirstTokenLayer(torch.nn.Module):
                                          attended)
 
 
-def _views(predictor: Any) -> dict[tuple[str, int], torch.nn.Module]:
+def _views(predictor: Any) -> dict[tuple, torch.nn.Module]:
     views = predictor.__dict__.get("_trunk_views")
     if views is None:
         views = predictor.__dict__.setdefault("_trunk_views", {})
