@@ -242,6 +242,7 @@ def test_an_upload_that_outgrows_the_cap_while_it_arrives_is_stopped_and_nothing
     """A body may not declare its length truthfully (or at all): the upload handler counts what arrives."""
     import io
 
+    from django.contrib.auth.models import User
     from django.http.multipartparser import MultiPartParser
     from django.test.client import BOUNDARY, MULTIPART_CONTENT, encode_multipart
 
@@ -252,6 +253,7 @@ def test_an_upload_that_outgrows_the_cap_while_it_arrives_is_stopped_and_nothing
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
     body = encode_multipart(BOUNDARY, {"name": "big", "files": SimpleUploadedFile("model.safetensors", b"\0" * (3 * 1024 * 1024))})
     request = rf.post("/api/tasks/small/models/", {})
+    request.user = User(username="researcher")  # signed in: an anonymous request never gets the upload cap
     meta = {**request.META, "CONTENT_TYPE": MULTIPART_CONTENT, "CONTENT_LENGTH": "1000"}  # a lie
     stream = io.BytesIO(body)
     post, files = MultiPartParser(meta, stream, request.upload_handlers).parse()
