@@ -19,6 +19,7 @@ from django.utils import timezone
 from accounts.models import ApiToken
 from dynabench_site import throttles
 from dynabench_site.errors import DomainError, InvalidInput, NotFound
+from dynabench_site.text import check_optional_text
 
 PREFIXES = {ApiToken.Access.FULL: "dyn_", ApiToken.Access.READ: "dro_"}
 MAX_NAME_CHARS = 100
@@ -46,7 +47,7 @@ def clean_name(name: object) -> str:
         return ""
     if not isinstance(name, str) or len(name) > MAX_NAME_CHARS or not name.isprintable():
         raise InvalidInput(f"must be printable text of at most {MAX_NAME_CHARS} characters", field="name")
-    return name.strip()
+    return check_optional_text(name, "name").strip()
 
 
 def issue(user, name: object = "", access: str = ApiToken.Access.FULL, *, counted: bool = True) -> tuple[ApiToken, str]:

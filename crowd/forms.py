@@ -8,6 +8,7 @@ from django import forms
 from django.conf import settings
 
 from crowd.models import Quiz, WorkerBatch
+from dynabench_site.text import add_text_rule, validate_text
 from tasks import roles
 from tasks.models import Task
 
@@ -37,6 +38,7 @@ class QuizItemForm(forms.Form):
         else:
             self.fields["answer"] = _label_field(labels, "The right label")
         self.fields["explanation"] = forms.CharField(required=False, max_length=500, label="Why (optional)")
+        add_text_rule(*(f for f in self.fields.values() if isinstance(f, forms.CharField)))
 
     def item(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -72,13 +74,13 @@ class AppointForm(forms.Form):
 
 class SuspendForm(forms.Form):
     username = forms.CharField(max_length=150)
-    reason = forms.CharField(max_length=500)
+    reason = forms.CharField(max_length=500, validators=[validate_text])
 
 
 class BatchForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, validators=[validate_text])
     source = forms.ChoiceField(choices=WorkerBatch.Source.choices)
-    workers = forms.CharField(widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+    workers = forms.CharField(widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}), validators=[validate_text],
                               help_text="one worker per line: worker_id or worker_id,assignment_id")
     hours = forms.IntegerField(min_value=1, max_value=24 * 90, initial=lambda: settings.CROWD_LINK_HOURS,
                                help_text="how long the links stay valid")

@@ -19,6 +19,7 @@ from django.utils import timezone
 from accounts.models import Account
 from annotation.models import Example
 from dynabench_site.errors import Conflict, InvalidInput, NotFound
+from dynabench_site.text import check_text, quote
 from tasks import roles
 from tasks.models import Suspension, Task, TaskMembership
 from validation import services as votes
@@ -30,7 +31,7 @@ User = get_user_model()
 def find_user(username: str):
     user = User.objects.filter(username=(username or "").strip()).first()
     if user is None:
-        raise NotFound(f"no account is called {username!r}")
+        raise NotFound(f"no account is called {quote(username)}")
     return user
 
 
@@ -55,6 +56,7 @@ def suspend(task: Task, username: str, by, reason: str) -> int:
     reason = (reason or "").strip()
     if not reason:
         raise InvalidInput("say why (the account's owner may ask)", field="reason")
+    check_text(reason, "reason")
     if roles.can_manage(user, task):
         raise Conflict("an owner or admin of the task cannot be suspended from it")
     try:

@@ -21,6 +21,7 @@ from django.db.models import Max
 from annotation.models import Example
 from crowd.models import Quiz, QuizAttempt, QuizItem
 from dynabench_site.errors import Conflict, InvalidInput, NotFound
+from dynabench_site.text import check_json_texts, check_optional_text
 from tasks import guidelines, roles
 from tasks.models import LabeledItem, Task, TaskMembership
 
@@ -96,6 +97,7 @@ def grade(quiz: Quiz, user, answers: dict[str, Any]) -> QuizAttempt:
     missing = [n for n, item in enumerate(items, start=1) if not str(answers.get(str(item.pk), "")).strip()]
     if missing:
         raise InvalidInput(f"answer every question (missing: {', '.join(map(str, missing))})", field="answers")
+    check_json_texts({str(i.pk): answers[str(i.pk)] for i in items}, "answers")
     right = sum(is_right(quiz.task, item, answers[str(item.pk)]) for item in items)
     score = right / len(items)
     passed = score >= quiz.pass_mark - 1e-9
@@ -144,6 +146,9 @@ def add_item(quiz: Quiz, *, context: dict, input: dict, answer: Any, proposed: A
     if quiz.items.count() >= MAX_ITEMS:
         raise Conflict(f"a quiz holds at most {MAX_ITEMS} questions")
     task = quiz.task
+    check_json_texts(context, "context")
+    check_json_texts(input, "input")
+    explanation = check_optional_text(explanation, "explanation")
     if quiz.role == Quiz.Role.VALIDATOR:
         if proposed is None:
             raise InvalidInput("a validator question shows a label to judge", field="proposed")

@@ -173,7 +173,8 @@ ASGI_APPLICATION = "dynabench_site.asgi.application"
 
 TEMPLATES = [
     {
-        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        # Django's backend, but a rendered page never holds a lone surrogate (stored before the text rule).
+        "BACKEND": "dynabench_site.rendering.SafeTemplates",
         "DIRS": [BASE_DIR / "frontend" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
@@ -232,6 +233,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "dynabench_site.api.exception_handler",
+    # JSON that can always be encoded: a lone surrogate stored before the text rule is sent as `\ud800`.
+    "DEFAULT_RENDERER_CLASSES": [
+        "dynabench_site.rendering.SafeJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
     # JSON bodies are parsed with a nesting limit (a deeply nested body answers 400, not a RecursionError).
     "DEFAULT_PARSER_CLASSES": [
         "dynabench_site.parsers.BoundedJSONParser",
@@ -261,8 +267,14 @@ SPECTACULAR_SETTINGS = {
 # the API answers 429 with Retry-After, a page shows its form again with the message.
 # Accounts created per address (accounts.throttles): a brake on sock-puppet accounts.
 SIGNUP_RATE = env_rate("SIGNUP_RATE", "5/hour")
-# Failed sign-ins (the login pages and POST /api/auth/token/), per address and per username.
+# Failed sign-ins (the login pages and POST /api/auth/token/), per address and per (account, address); per
+# account from all addresses together LOGIN_ACCOUNT_RATE, which refuses only clients that never signed into it
+# (accounts.throttles). Keep it well above LOGIN_RATE, so that one address can never fill it.
 LOGIN_RATE = env_rate("LOGIN_RATE", "10/min")
+LOGIN_ACCOUNT_RATE = env_rate("LOGIN_ACCOUNT_RATE", "50/min")
+# How many proxies stand in front of the app, each appending to X-Forwarded-For (docker-compose's nginx: 1; a
+# TLS proxy in front of it: 2). 0: the client address is REMOTE_ADDR (dynabench_site.throttles.client_address).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0, minimum=0)
 # API tokens created per account (the "My tokens" page and the API).
 TOKEN_RATE = env_rate("TOKEN_RATE", "20/hour")
 # Votes per validator (API and expert page); the keyboard-first page needs about one every two seconds.
@@ -314,6 +326,9 @@ ROUNDS_PIPELINE_TAKEOVER_S = env_int("ROUNDS_PIPELINE_TAKEOVER_S", 600, minimum=
 # Bodies: form and JSON bodies up to 20 MB; uploaded files over 20 MB go to a temporary file, never past the
 # upload cap (ROUNDS_UPLOAD_MAX_MB + 1 MB: dynabench_site.bodylimit stops an upload there and deletes what it read).
 DATA_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
+# Sign-in, sign-up, token and vote routes take a few fields: their bodies are capped lower (dynabench_site.bodylimit,
+# which also keeps the upload cap to the upload routes and signed-in users).
+SMALL_BODY_MAX_BYTES = env_int("SMALL_BODY_MAX_BYTES", 16 * 1024, minimum=1024)
 FILE_UPLOAD_MAX_MEMORY_SIZE = 20 * 1024 * 1024
 FILE_UPLOAD_HANDLERS = [
     "dynabench_site.bodylimit.CappedUploadHandler",

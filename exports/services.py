@@ -13,6 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from dynabench_site.errors import InvalidInput, Unavailable
+from dynabench_site.text import quote
 from exports import splits
 from exports.bundle import BundleResult, sha256_file, write_bundle
 from exports.formats import get_format
@@ -53,7 +54,7 @@ def find_round(task: Task, number: str | int) -> Round:
         return task.rounds.get(number=int(number))
     except (ValueError, Round.DoesNotExist):
         have = ", ".join(map(str, rounds)) or "none yet"
-        raise ExportError(f"task {task.slug!r} has no round {number!r}; its rounds: {have}") from None
+        raise ExportError(f"task {task.slug!r} has no round {quote(number)}; its rounds: {have}") from None
 
 
 def check_formats(names: list[str] | tuple[str, ...]) -> list[str]:
@@ -106,7 +107,7 @@ def find_snapshot(round: Round, version: str) -> DatasetSnapshot:
     try:
         return round.snapshots.get(version=int(version.removeprefix("v")))
     except (ValueError, DatasetSnapshot.DoesNotExist):
-        raise ExportError(f"round {round.number} has no snapshot version {version!r}") from None
+        raise ExportError(f"round {round.number} has no snapshot version {quote(version)}") from None
 
 
 def snapshot_path(snapshot: DatasetSnapshot) -> Path:
@@ -151,7 +152,7 @@ def publish_snapshot(
     """
     formats = check_formats(formats)
     if audience not in DatasetSnapshot.Audience.values:
-        raise ExportError(f"unknown audience {audience!r}; choose one of: {', '.join(DatasetSnapshot.Audience.values)}")
+        raise ExportError(f"unknown audience {quote(audience)}; choose one of: {', '.join(DatasetSnapshot.Audience.values)}")
     handle, name = tempfile.mkstemp(prefix="publish-", suffix=".zip", dir=_tmp_dir())
     draft, version = Path(name), _next_version(round)
     try:

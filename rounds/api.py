@@ -15,6 +15,7 @@ from rest_framework.views import APIView
 from dynabench_site import bodylimit
 from dynabench_site.params import whole_number
 from dynabench_site.parsers import BoundedJSONParser
+from dynabench_site.text import check_optional_text
 from rounds import dashboard, leaderboard, pipeline, services, uploads
 from rounds.models import PipelineRun, ResearcherModel
 from rounds.serializers import (
@@ -172,6 +173,8 @@ class ModelUploadView(TaskView):
     def post(self, request, slug: str) -> Response:
         data, files = request.data, request.FILES.getlist("files")
         bodylimit.check(request)  # an upload stopped at the cap: 413, nothing was stored
+        check_optional_text(data.get("name"), "name")  # the text rule (dynabench_site.text); blank: uploads says so
+        check_optional_text(data.get("description"), "description")
         upload = uploads.submit(self.get_task(), request.user, data.get("name", ""), files, data.get("description", ""))
         upload.refresh_from_db()
         return Response(upload_payload(upload), status=status.HTTP_201_CREATED)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from dynabench_site.text import validate_text
+
 
 class DynascoreForm(forms.Form):
     performance = forms.FloatField(min_value=0)
@@ -14,5 +16,5 @@ class DynascoreForm(forms.Form):
 
 
 class UploadForm(forms.Form):
-    name = forms.CharField(max_length=100)
-    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
+    name = forms.CharField(max_length=100, validators=[validate_text])
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}), validators=[validate_text])

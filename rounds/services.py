@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from dynabench_site import errors
 from dynabench_site.jobs import dispatch, runner_for
+from dynabench_site.text import check_optional_text, quote
 from rounds import jobs, pipeline
 from rounds.models import UNFINISHED, PipelineRun, PipelineStep
 from rounds.options import pipeline_options
@@ -53,6 +54,7 @@ def busy_message(run: PipelineRun) -> str:
 def start_pipeline(task: Task, user, options: dict[str, Any] | None = None, description: str = "") -> PipelineRun:
     """Close the task's current round and open the next, as a background pipeline. Returns the run."""
     check_can_run(user, task)
+    description = check_optional_text(description, "description")
     opts = pipeline_options(options)
     existing = unfinished_run(task)
     if existing is not None:
@@ -111,7 +113,7 @@ def decide_pipeline(run: PipelineRun, user, decision: str) -> PipelineRun:
     live one; either way the run continues (seeding, deployment, opening the next round)."""
     check_can_run(user, run.task)
     if decision not in (PipelineRun.Decision.APPROVED, PipelineRun.Decision.DISCARDED):
-        raise errors.InvalidInput(f"decision must be approved or discarded, not {decision!r}", field="decision")
+        raise errors.InvalidInput(f"decision must be approved or discarded, not {quote(decision)}", field="decision")
     now = timezone.now()
     updated = PipelineRun.objects.filter(pk=run.pk, status=PipelineRun.Status.AWAITING).update(
         status=PipelineRun.Status.PENDING, decision=decision, decided_by=user, decided_at=now, heartbeat_at=now,

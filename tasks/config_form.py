@@ -17,6 +17,7 @@ from typing import Any
 from django import forms
 from pydantic import ValidationError as PydanticError
 
+from dynabench_site.text import validate_text
 from tasks.models import Task
 
 # Headings and help for the settings people meet first; anything else gets its schema title and description.
@@ -99,9 +100,11 @@ def form_field(path: str, node: dict[str, Any]) -> forms.Field:
     if kind == "number":
         return forms.FloatField(**bounds, widget=forms.NumberInput(attrs={"step": "any"}), **common)
     if kind == "array":
-        return forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}), **common)
+        return forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+                               validators=[validate_text], **common)
     widget = forms.Textarea(attrs={"rows": 5 if key == "instructions" else 3}) if path in WIDE else None
-    return forms.CharField(required=False, max_length=node.get("maxLength"), strip=True, widget=widget, **common)
+    return forms.CharField(required=False, max_length=node.get("maxLength"), strip=True, widget=widget,
+                           validators=[validate_text], **common)
 
 
 def walk(schema: dict[str, Any]) -> tuple[dict[str, tuple[str, dict[str, Any]]], list[Group], list[str]]:
@@ -151,7 +154,7 @@ def _set(config: dict[str, Any], path: str, value: Any) -> None:
 class ConfigForm(forms.Form):
     """The task's name and every simple setting of its kind, grouped; validated by the kind on save."""
 
-    name = forms.CharField(max_length=200, label="Task name")
+    name = forms.CharField(max_length=200, label="Task name", validators=[validate_text])
 
     def __init__(self, data=None, *args, task: Task, **kwargs):
         self.task = task

@@ -11,6 +11,8 @@ from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 from pydantic import ValidationError as PydanticError
 
+from dynabench_site.parsers import loads_bounded
+from dynabench_site.text import json_text_problem, validate_text
 from tasks.importing import PRESETS
 from tasks.kinds import get_kind, kind_choices
 from tasks.models import LabeledItem, Task, pydantic_message
@@ -29,21 +31,32 @@ class SignupForm(UserCreationForm):
         self.fields["password1"].help_text = "At least 8 characters; not only digits, not a common password."
         self.fields["password2"].help_text = ""
         self.fields["username"].widget.attrs.update(autocomplete="username", autofocus=True)
+        self.fields["username"].validators.append(validate_text)
+
+
+CONFIG_MAX_DEPTH = 20  # a task's settings nest a few levels (crowd.pay); deeper is refused, never decoded
 
 
 def parse_json_object(text: str, what: str) -> dict[str, Any]:
+    """The JSON object of a settings field, or a form error naming it: bad JSON, NaN, or nested deeper than
+    CONFIG_MAX_DEPTH (decoded by `loads_bounded`, so 3,000 `[` are refused, never a RecursionError)."""
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
+        value = loads_bounded(text, CONFIG_MAX_DEPTH)
     except json.JSONDecodeError as exc:
         raise forms.ValidationError(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except ValueError as exc:  # too deep, NaN or Infinity
+        raise forms.ValidationError(f"{what} cannot be accepted: {exc}") from None
     if not isinstance(value, dict):
         raise forms.ValidationError(f"{what} must be a JSON object ({{...}})")
     return value
 
 
 def validated_config(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+    found = json_text_problem(raw, "config")  # labels, instructions, every text in it: the one text rule
+    if found is not None:
+        raise forms.ValidationError(f"{found[0]}: {found[1]}")
     try:
         return get_kind(kind).parse_config(raw).model_dump()
     except PydanticError as exc:
@@ -52,7 +65,7 @@ def validated_config(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
 
 class TaskCreateForm(forms.Form):
     slug = forms.SlugField(max_length=64, help_text="the task's address: letters, digits, - and _")
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=200, validators=[validate_text])
     kind = forms.ChoiceField(choices=kind_choices, help_text="the preset: its defaults fill what the configuration leaves out")
     visibility = forms.ChoiceField(choices=Task.Visibility.choices, initial=Task.Visibility.PUBLIC)
     config = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
@@ -77,8 +90,8 @@ class TaskCreateForm(forms.Form):
 
 
 class SettingsForm(forms.Form):
-    name = forms.CharField(max_length=200)
-    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}),
+    name = forms.CharField(max_length=200, validators=[validate_text])
+    instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}), validators=[validate_text],
                                    help_text="a short summary shown on the task page and above the write, validate and expert pages "
                                              "(Markdown); the full guidelines have their own page")
     config = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}),
@@ -106,7 +119,7 @@ class SettingsForm(forms.Form):
 
 class GuidelinesForm(forms.Form):
     text = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 24}), label="Guidelines (Markdown)",
+        widget=forms.Textarea(attrs={"rows": 24}), label="Guidelines (Markdown)", validators=[validate_text],
         help_text="what a good example is, with worked examples; saving a change publishes a new version, "
                   "which every writer and validator acknowledges before they continue",
     )

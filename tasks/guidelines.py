@@ -12,6 +12,7 @@ from django.db.models import Max
 from django.urls import reverse
 
 from dynabench_site.errors import Conflict, InvalidInput
+from dynabench_site.text import check_text
 from tasks import roles
 from tasks.models import Guidelines, GuidelinesAcknowledgement, Task
 
@@ -41,6 +42,7 @@ def publish(task: Task, text: str, by=None) -> Guidelines:
         raise InvalidInput("must not be empty", field="text")
     if len(text) > MAX_CHARS:
         raise InvalidInput(f"is {len(text)} characters long; the limit is {MAX_CHARS}", field="text")
+    check_text(text, "text")
     Task.objects.select_for_update().filter(pk=task.pk).first()  # one version number at a time
     latest = current(task)
     if latest is not None and latest.text == text:

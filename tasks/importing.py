@@ -15,10 +15,13 @@ from typing import Any, Literal
 from django.db import transaction
 
 from dynabench_site.errors import InvalidInput
+from dynabench_site.parsers import loads_bounded
+from dynabench_site.text import text_problem
 from tasks.kinds import InputError
 from tasks.models import Context, LabeledItem, Task, payload_hash
 
 Target = Literal["contexts", "pool", "eval"]
+ROW_MAX_DEPTH = 20  # a row is a flat object (SQuAD's answers: two levels); deeper is refused, never a RecursionError
 
 # Field mappings for the shared datasets: project field <- source field, and label renames.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -120,6 +123,8 @@ class _RowParser:
             value = self.source(row, name)
             if not isinstance(value, str) or not value.strip():
                 raise InputError(name, "must be a non-empty string")
+            if (problem := text_problem(value)) is not None:  # the site's text rule (dynabench_site.text)
+                raise InputError(name, problem)
             payload[name] = value  # kept verbatim: QA answer offsets point into it
         return payload
 
@@ -133,13 +138,7 @@ class _RowParser:
 
     def _span_target(self, row: dict[str, Any]) -> dict[str, Any]:
         if "answers" in self.spec.mapping or "answers" in row:
-            answers = self.source(row, "answers")
-            if not isinstance(answers, dict) or not answers.get("text"):
-                raise InputError("answers", 'must be {"text": [...], "answer_start": [...]} with at least one answer')
-            target = {"text": answers["text"][0], "start": answers["answer_start"][0]}
-            if len(answers["text"]) > 1:
-                target["alternatives"] = list(dict.fromkeys(answers["text"][1:]))
-            return target
+            return _squad_answers(self.source(row, "answers"))
         return {"text": self.source(row, "answer"), "start": self.source(row, "answer_start")}
 
     def parse(self, row: Any) -> dict[str, Any]:
@@ -155,6 +154,35 @@ class _RowParser:
                 "key": payload_hash(context, inputs, target)}
 
 
+def _squad_answers(answers: Any) -> dict[str, Any]:
+    """SQuAD's `answers` ({"text": [...], "answer_start": [...]}) as a target: the first answer and its offset,
+    the other texts as alternatives. Each part missing or of the wrong shape is a row error naming it."""
+    if not isinstance(answers, dict):
+        raise InputError("answers", 'must be {"text": [...], "answer_start": [...]} with at least one answer')
+    texts, starts = answers.get("text"), answers.get("answer_start")
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise InputError("answers.text", "must be a non-empty list of answer texts")
+    if "answer_start" not in answers:
+        raise InputError("answers.answer_start", "missing: give each answer's character offset into the passage")
+    if not isinstance(starts, list) or len(starts) < 1:
+        raise InputError("answers.answer_start", "must be a list of character offsets, one per answer text")
+    target: dict[str, Any] = {"text": texts[0], "start": starts[0]}
+    if len(texts) > 1:
+        target["alternatives"] = list(dict.fromkeys(texts[1:]))
+    return target
+
+
+def decode_row(line: str) -> Any:
+    """One JSONL line, decoded; ValueError with the row's message (never a RecursionError) for bad JSON, a
+    row nested deeper than ROW_MAX_DEPTH, NaN or Infinity."""
+    try:
+        return loads_bounded(line, ROW_MAX_DEPTH)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not valid JSON ({exc.msg})") from None
+    except ValueError as exc:
+        raise ValueError(f"not accepted JSON ({exc})") from None
+
+
 def parse_rows(task: Task, spec: ImportSpec, lines: Iterable[tuple[int, str]], report: ImportReport) -> list[dict]:
     parser, parsed, seen = _RowParser(task, spec), [], set()
     for number, line in lines:
@@ -162,10 +190,12 @@ def parse_rows(task: Task, spec: ImportSpec, lines: Iterable[tuple[int, str]], r
             break
         report.rows += 1
         try:
-            record = parser.parse(json.loads(line))
-        except json.JSONDecodeError as exc:
-            report.errors.append(RowError(number, f"not valid JSON ({exc.msg})"))
+            row = decode_row(line)
+        except ValueError as exc:
+            report.errors.append(RowError(number, str(exc)))
             continue
+        try:
+            record = parser.parse(row)
         except InputError as exc:
             report.errors.append(RowError(number, f"{exc.field}: {exc.message}"))
             continue

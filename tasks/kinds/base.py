@@ -7,13 +7,13 @@ whether the model was fooled (always on the server), and which metrics apply.
 from __future__ import annotations
 
 import re
-import unicodedata
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dynabench_site.errors import InvalidInput
+from dynabench_site.text import text_problem
 
 RATE_RE = re.compile(r"^\d+/(s|sec|m|min|h|hour|d|day)$")
 
@@ -167,6 +167,9 @@ class TaskConfig(_Strict):
 
 
 def clean_text(field: str, value: Any, max_chars: int) -> str:
+    """A text people write (example inputs, answers, reasons), trimmed, within `max_chars`, and passing the
+    site's text rule (dynabench_site.text: no surrogates, controls, bidi controls, mark stacks, blank text);
+    the rule's positions are offsets into the text as sent."""
     if not isinstance(value, str):
         raise InputError(field, "must be a string")
     text = value.strip()
@@ -174,9 +177,9 @@ def clean_text(field: str, value: Any, max_chars: int) -> str:
         raise InputError(field, "must not be empty")
     if len(text) > max_chars:
         raise InputError(field, f"is {len(text)} characters long; the limit is {max_chars}")
-    bad = next((ch for ch in text if unicodedata.category(ch) == "Cc" and ch not in "\n\t"), None)
-    if bad is not None:
-        raise InputError(field, f"contains the control character U+{ord(bad):04X}")
+    problem = text_problem(value)
+    if problem is not None:
+        raise InputError(field, problem)
     return text
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 
+from dynabench_site.text import quote
 from tasks.kinds.base import InputError, TaskConfig, TaskKind
 
 
@@ -50,7 +51,7 @@ class ClassificationKind(TaskKind):
 
     def clean_target(self, config: ClassificationConfig, context: dict[str, Any], raw: Any) -> str:
         if not isinstance(raw, str) or raw not in config.labels:
-            raise InputError("target", f"unknown label {raw!r}; expected one of: {', '.join(config.labels)}")
+            raise InputError("target", f"unknown label {quote(raw)}; expected one of: {', '.join(config.labels)}")
         return raw
 
     def model_input(self, config: ClassificationConfig, context: dict[str, Any], inputs: dict[str, str]) -> dict[str, str]:
