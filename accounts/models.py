@@ -29,16 +29,11 @@ class Account(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        # No uniqueness on (source, worker id): the same worker has one account per task they were
+        # recruited for (`crowd.models.WorkerAccount` holds that rule), and all of them are linked here.
         indexes = [
             models.Index(fields=["signup_ip"], name="account_signup_ip"),
             models.Index(fields=["external_worker_id"], name="account_worker_id"),
-        ]
-        constraints = [
-            models.UniqueConstraint(
-                fields=["external_source", "external_worker_id"],
-                condition=~models.Q(external_worker_id=""),
-                name="one_account_per_external_worker",
-            )
         ]
 
     def __str__(self) -> str:

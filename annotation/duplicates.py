@@ -1,4 +1,18 @@
-"""Near-duplicates of a writer's own recent examples: the same text, once normalised, on the same context.
+"""Duplicates of a writer's recent examples: the same input *that the model reads*, once normalised.
+
+Every example counts for MER, badges and the bonus, so the same example must not be paid twice. What makes
+two examples the same is what the model is asked: the writer's input fields plus the context fields the task
+kind feeds the model (`TaskKind.model_context_fields`). So:
+- sentiment, hate speech (the prompt is inspiration the model never reads): the same text is a duplicate
+  whatever prompt it was written under;
+- NLI, QA (the premise or passage is part of the model's input): the same hypothesis or question is a
+  duplicate only with the same premise or passage (compared by its text, so the same premise served as
+  another context is still the same model input); under another premise it is a new example.
+
+Compared: the writer's latest RECENT examples on the task that are not retracted, over all its rounds, and
+those of the accounts linked to the writer's (the sybil rule of `accounts.services.linked_user_ids`: same
+external worker id, or same sign-up address when the task's `same_ip_rule` is on). A linked account's copy
+is refused too, without naming its example: two accounts of one person must not be paid twice for one text.
 
 Normalised: Unicode NFKC, case folded, punctuation dropped, runs of white space made one space. So
 "Great food!!" and "great   food" are the same example; "great food, slow service" is not. The label
@@ -9,21 +23,41 @@ would be a sure way to "fool" the model once).
 from __future__ import annotations
 
 import unicodedata
+from typing import Any
 
+from django.db.models import Q
+
+from accounts.services import linked_user_ids
 from annotation.models import Example
 from dynabench_site.errors import Conflict
+from tasks.models import Task
 
-RECENT = 500  # the writer's latest examples on the context that are compared
+RECENT = 500  # the latest examples (of the writer and the accounts linked to theirs) on the task compared
+
+Key = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
 
 class DuplicateExample(Conflict):
     code = "duplicate"
 
-    def __init__(self, first: Example):
+    def __init__(self, first: Example, *, reads_context: bool):
+        where = "for this context" if reads_context else "on this task (the model reads only your text, not the prompt)"
         super().__init__(
-            f"You already wrote this example for this context (example #{first.pk}). Change the text, "
-            "or ask for a new context.",
+            f"You already wrote this example {where} (example #{first.pk}). Change the text"
+            + (", or ask for a new context." if reads_context else "."),
             extra={"duplicate_of": first.pk},
+        )
+
+
+class LinkedDuplicate(Conflict):
+    """The same model input from an account linked to the writer's: refused without naming that example."""
+
+    code = "duplicate"
+
+    def __init__(self):
+        super().__init__(
+            "This example was already written on this task from an account linked to yours (the same external "
+            "worker id or sign-up address); the same example is accepted and paid once. Write a new one."
         )
 
 
@@ -33,23 +67,37 @@ def normalise(text: str) -> str:
     return " ".join(kept.split())
 
 
-def key_of(inputs: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def key_of(inputs: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((name, normalise(str(value))) for name, value in inputs.items()))
 
 
-def find_duplicate(user, round_task_id: int, context_id: int | None, inputs: dict[str, str]) -> Example | None:
-    """The writer's own recent example (not retracted) on the same context with the same normalised input."""
+def model_key(read: list[str], context: dict[str, Any] | None, inputs: dict[str, Any]) -> Key:
+    """What the model reads, normalised: the input fields, and the context fields in `read` (by their text)."""
+    context = context if isinstance(context, dict) else {}
+    return key_of(inputs), key_of({name: context.get(name, "") for name in read})
+
+
+def find_duplicate(user, task: Task, context: dict[str, Any] | None, inputs: dict[str, str]) -> Example | None:
+    """The recent example (not retracted) of the writer or a linked account with the same model input."""
+    read = task.kind_impl.model_context_fields(task.typed_config)
+    linked = linked_user_ids(user, by_ip=task.typed_config.crowd.same_ip_rule)
     recent = (
-        Example.objects.filter(author=user, round__task_id=round_task_id, context_id=context_id, retracted=False)
+        Example.objects.filter(Q(author=user) | Q(author__in=linked), round__task=task, retracted=False)
         .order_by("-id")
-        .values_list("pk", "input")[:RECENT]
+        .values_list("pk", "input", "context__payload")[:RECENT]
     )
-    wanted = key_of(inputs)
-    first = next((pk for pk, old in recent if isinstance(old, dict) and key_of(old) == wanted), None)
+    wanted = model_key(read, context, inputs)
+    first = next((pk for pk, old, payload in recent
+                  if isinstance(old, dict) and model_key(read, payload, old) == wanted), None)
     return Example.objects.get(pk=first) if first is not None else None
 
 
-def check_not_duplicate(user, task_id: int, context_id: int | None, inputs: dict[str, str]) -> None:
-    first = find_duplicate(user, task_id, context_id, inputs)
-    if first is not None:
-        raise DuplicateExample(first)
+def check_not_duplicate(user, task: Task, context: dict[str, Any] | None, inputs: dict[str, str]) -> None:
+    """Refuse (409, code `duplicate`) an example whose model input the writer, or a linked account, already
+    wrote on the task recently. `context` is the shown context's payload (None without one)."""
+    first = find_duplicate(user, task, context, inputs)
+    if first is None:
+        return
+    if first.author_id != user.pk:
+        raise LinkedDuplicate()
+    raise DuplicateExample(first, reads_context=bool(task.kind_impl.model_context_fields(task.typed_config)))

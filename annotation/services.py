@@ -152,7 +152,7 @@ def submit(user, task: Task, sub: Submission) -> SubmitResult:
 
     The same idempotency key from the same user on the same task returns the first example instead of a
     second one (the same key on another task is another example); the
-    same text on the same context without that key is a duplicate and refused (409). A writer who has not
+    same model input (`annotation.duplicates`) without that key is a duplicate and refused (409). A writer who has not
     acknowledged the task's current guidelines is asked to first (409).
     """
     key = _check_key(sub.idempotency_key)
@@ -160,7 +160,7 @@ def submit(user, task: Task, sub: Submission) -> SubmitResult:
         return SubmitResult(first, created=False)
     guidelines.check_acknowledged(user, task)
     clean = clean_submission(task, sub)
-    check_not_duplicate(user, task.pk, clean.context.pk if clean.context else None, clean.input)
+    check_not_duplicate(user, task, clean.context.payload if clean.context else None, clean.input)
     try:
         with transaction.atomic():
             example = Example.objects.create(

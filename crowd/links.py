@@ -5,9 +5,15 @@ carries its worker id and assignment id, signed with the site's secret (`django.
 until the batch expires. The rules:
 - a link whose text was changed (or cut short) is refused, and so is an expired one or one of a closed
   batch: each with a page that says which;
-- following a link signs the worker in, without a password, as the account of that worker id (made on
-  first use), a writer on the batch's task unless the task asks writers for a quiz; once per assignment:
-  a link already used is refused;
+- following a link signs the worker in, without a password, as the account of that worker id *on the batch's
+  task* (made on first use), a writer on that task unless the task asks writers for a quiz; once per
+  assignment: a link already used is refused;
+- the account is scoped by task (`WorkerAccount`: task, source, worker id): worker ids are public (usernames
+  such as `prolific-<id>`), so an owner who lists another task's worker id in a batch of their own gets a
+  fresh account, never that worker's; the same worker recruited for two tasks has two accounts (linked, for
+  the sybil rules, by their worker id); on two batches of one task, one;
+- a link never signs into an account that is anything but a worker account: staff, a task owner, one with a
+  password, or a deactivated one is refused (`LinkRefused("account")`);
 - at the end (the batch's number of examples written) the worker gets the assignment's completion code.
 Identity comes only from a signed link: never from a header or a query parameter anyone could write.
 """
@@ -28,7 +34,7 @@ from django.utils import timezone
 from accounts import services as accounts
 from annotation.models import Example
 from crowd import quizzes
-from crowd.models import Assignment, Quiz, WorkerBatch
+from crowd.models import Assignment, Quiz, WorkerAccount, WorkerBatch
 from dynabench_site.errors import Conflict, DomainError, InvalidInput
 from tasks import guidelines, roles
 from tasks.models import Task, TaskMembership
@@ -42,13 +48,15 @@ User = get_user_model()
 class LinkRefused(DomainError):
     """A link that does not sign anyone in; `reason` says why (tampered, expired, used, closed)."""
 
-    STATUS = {"tampered": 400, "expired": 410, "used": 409, "closed": 410}
+    STATUS = {"tampered": 400, "expired": 410, "used": 409, "closed": 410, "account": 403}
     MESSAGES = {
         "tampered": "This link is not valid: it was changed or cut short. Open the exact link the study gave you.",
         "expired": "This link has expired. Ask the study's organisers for a new one.",
         "used": "This link has already been used to sign in; each assignment's link works once. If you lost your "
                 "session, contact the study's organisers.",
         "closed": "This batch is closed; its links no longer sign anyone in.",
+        "account": "This link cannot sign you in: the account it belongs to is no longer a worker account. "
+                   "Contact the study's organisers.",
     }
 
     def __init__(self, reason: str):
@@ -143,8 +151,10 @@ def follow(link_token: str) -> Assignment:
         assignment = Assignment.objects.select_for_update().select_related("batch__task").get(pk=assignment.pk)
         if assignment.followed_at is not None:
             raise LinkRefused("used")
-        user = worker_account(assignment.batch.source, assignment.worker_id)
         task = assignment.batch.task
+        user = worker_account(task, assignment.batch.source, assignment.worker_id)
+        if not links_may_sign_in(user):
+            raise LinkRefused("account")
         if not task.typed_config.crowd.writers_need_quiz:
             roles.grant_on_task(user, task, roles.ANNOTATOR, TaskMembership.Source.LINK)
         assignment.user, assignment.followed_at = user, timezone.now()
@@ -152,9 +162,10 @@ def follow(link_token: str) -> Assignment:
     return assignment
 
 
-def worker_account(source: str, worker_id: str):
-    """The account of an external worker id (one per source and worker id), made without a password."""
-    existing = accounts.external_account(source, worker_id)
+def worker_account(task: Task, source: str, worker_id: str):
+    """The account of an external worker id on `task` (one per task, source and worker id), made without a
+    password on first use. Never looked up by worker id alone: see the module's docstring."""
+    existing = WorkerAccount.objects.select_related("user").filter(task=task, source=source, worker_id=worker_id).first()
     if existing is not None:
         return existing.user
     base = re.sub(r"[^\w.@+-]", "-", f"{source}-{worker_id}")[:140]
@@ -167,9 +178,20 @@ def worker_account(source: str, worker_id: str):
             user.set_unusable_password()
             user.save()
             accounts.record_external(user, source, worker_id)
-    except IntegrityError:  # the same worker's other link won the race
-        return accounts.external_account(source, worker_id).user
+            WorkerAccount.objects.create(task=task, source=source, worker_id=worker_id, user=user)
+    except IntegrityError:  # the same worker's other link on this task won the race (or the username did)
+        won = WorkerAccount.objects.select_related("user").filter(task=task, source=source, worker_id=worker_id).first()
+        if won is None:
+            raise
+        return won.user
     return user
+
+
+def links_may_sign_in(user) -> bool:
+    """Only a plain worker account: active, no password, not staff, owning no task. Anything else (an
+    account an admin promoted or gave a password to) is signed into with its password, never by a link."""
+    return (user.is_active and not user.has_usable_password() and not (user.is_staff or user.is_superuser)
+            and not user.owned_tasks.exists())
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""The crowd app's records: qualification quizzes and their attempts, external worker batches and their
-assignments, and badges (derived)."""
+"""The crowd app's records: qualification quizzes and their attempts, external worker batches, their
+assignments and the accounts their workers sign into (one per task), and badges (derived)."""
 
 from __future__ import annotations
 
@@ -117,6 +117,28 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.worker_id}/{self.assignment_id}"
+
+
+class WorkerAccount(models.Model):
+    """Which account an external worker id signs into, per task: one account per (task, source, worker id),
+    made when the worker first follows a link of one of the task's batches, and never reachable from another
+    task (`user` is one-to-one). Worker ids are public (usernames, the recruiting platform), so a lookup by
+    (source, worker id) alone would let any owner sign in as another task's worker by listing their id in a
+    batch of their own (`crowd.links.worker_account`)."""
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="+")
+    source = models.CharField(max_length=10, choices=WorkerBatch.Source.choices)
+    worker_id = models.CharField(max_length=100)
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="worker_account")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["task", "source", "worker_id"], name="one_account_per_worker_and_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.worker_id} on {self.task_id}"
 
 
 class Badge(models.Model):

@@ -19,7 +19,7 @@ from crowd.models import Assignment, Badge, Quiz, WorkerBatch
 from dynabench_site import csvsafe
 from dynabench_site.errors import InvalidInput
 from dynabench_site.pages import back_url, returns_to
-from dynabench_site.params import whole_numbers
+from dynabench_site.params import whole_number, whole_numbers
 from tasks import guidelines, roles
 from tasks.access import task_for, visible_tasks
 from tasks.models import LabeledItem, Suspension, Task, TaskMembership
@@ -180,8 +180,10 @@ def gold_page(request, slug: str):
 @returns_to("crowd-gold", "slug")
 def gold_mark(request, slug: str):
     task = task_for(request, slug, roles.OWNER)
-    example = get_object_or_404(Example.objects.select_related("round__task"), pk=request.POST.get("example", 0),
-                                round__task=task)
+    example_id = whole_number(request.POST.get("example"), "example")
+    if example_id is None:
+        raise InvalidInput("choose an example", field="example")
+    example = get_object_or_404(Example.objects.select_related("round__task"), pk=example_id, round__task=task)
     if request.POST.get("action") == "unmark":
         gold.unmark(example)
         messages.success(request, f"Example {example.pk} is no longer served as a gold item.")

@@ -317,9 +317,10 @@ def submit(task: Task, user, name: str, files: Sequence[UploadedFileLike], descr
     """Check, store and register an upload, then start its evaluation. Raises UploadRefused or NotPermitted."""
     if not can_upload(user, task):
         raise NotPermitted("Only researchers, task owners and admins may upload models.")
-    name = (name or "").strip()[:100]
+    name, description = text_field(name, "name"), text_field(description, "description")
+    name = name.strip()[:100]
     if not name:
-        raise UploadRefused(["give the model a name"])
+        raise UploadRefused(["give the model a name"], field="name")
     checked = validate(task, files)
     with transaction.atomic():
         upload = ResearcherModel.objects.create(
@@ -335,6 +336,16 @@ def submit(task: Task, user, name: str, files: Sequence[UploadedFileLike], descr
         upload.model_version = version
         enqueue_evaluation(upload)
     return upload
+
+
+def text_field(value: object, field: str) -> str:
+    """A text field of the upload form (a JSON body can carry a number or a list there): the text, or a
+    refusal naming the field."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise UploadRefused([f"must be text, not {type(value).__name__}"], field=field)
+    return value
 
 
 def enqueue_evaluation(upload: ResearcherModel) -> None:

@@ -5,13 +5,15 @@ from typing import Any
 from rest_framework import serializers
 
 from annotation.models import Example
+from annotation.serializers import StrictSerializer
 from tasks.models import Task
 from validation.consensus import Decision
 from validation.models import GoldAnswer, Validation
 
 
-class VoteInputSerializer(serializers.Serializer):
-    """The body of a vote; the rules on label and reason are checked by validation.services."""
+class VoteInputSerializer(StrictSerializer):
+    """The body of a vote; the rules on label and reason are checked by validation.services. An unknown field
+    is refused (400 naming it), as in an example's body: a misspelt `reason` must not pass as a vote without one."""
 
     verdict = serializers.ChoiceField(choices=Validation.Verdict.choices)
     label = serializers.JSONField(

@@ -1,4 +1,6 @@
-"""A near-duplicate of the writer's own recent example (normalised text, same context) is refused."""
+"""A near-duplicate of the writer's recent example is refused: the same normalised input that the model reads
+(on sentiment the text alone, whatever the prompt; on NLI the hypothesis with its premise), over the task's
+rounds, and from accounts linked to the writer's too."""
 
 from __future__ import annotations
 
@@ -6,8 +8,9 @@ import pytest
 
 from annotation.duplicates import normalise
 from annotation.models import Example
-from tests.annotation.conftest import sentiment_body
-from tests.factories import ContextFactory, UserFactory
+from tasks.models import Round
+from tests.annotation.conftest import nli_body, sentiment_body
+from tests.factories import ContextFactory, ExampleFactory, RoundFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -28,19 +31,77 @@ def test_a_duplicate_submission_is_refused(writer_api, sentiment):
     assert Example.objects.count() == 1
 
 
-def test_the_same_text_on_another_context_or_by_another_writer_is_new(writer_api, sentiment, api):
+def test_the_same_text_by_another_writer_is_new(writer_api, sentiment, api):
     from tasks import roles
 
-    task, round, context = sentiment
+    task, _, context = sentiment
     body = sentiment_body(context)
     assert post(writer_api, task, body).status_code in (201, 202)
-    other_context = ContextFactory(task=task, round=round, payload={"prompt": "Another prompt."})
-    assert post(writer_api, task, sentiment_body(other_context)).status_code in (201, 202)
     colleague = UserFactory(username="colleague")
     roles.grant(colleague, roles.ANNOTATOR)
     api.force_authenticate(colleague)
     assert post(api, task, body).status_code in (201, 202)
-    assert Example.objects.count() == 3
+    assert Example.objects.count() == 2
+
+
+def test_the_same_sentence_under_another_prompt_is_a_duplicate_on_sentiment(writer_api, sentiment):
+    """The prompt is inspiration the model never reads: the same sentence is the same model input, so it is
+    paid once. (This test replaced one that accepted it: the old rule compared texts on one context only.)"""
+    task, round, context = sentiment
+    first = post(writer_api, task, sentiment_body(context))
+    other_prompt = ContextFactory(task=task, round=round, payload={"prompt": "Another prompt."})
+    again = post(writer_api, task, sentiment_body(other_prompt, input={"text": "what a wonderful slow evening"}))
+    assert first.status_code in (201, 202)
+    assert again.status_code == 409 and again.data["code"] == "duplicate"
+    assert again.data["duplicate_of"] == first.data["id"] and "reads only your text" in again.data["detail"]
+    assert Example.objects.count() == 1
+
+
+def test_the_same_hypothesis_under_another_premise_is_a_new_example_on_nli(writer_api, nli):
+    """The premise is part of what the NLI model reads: another premise, another model input."""
+    task, round, context = nli
+    other_premise = ContextFactory(task=task, round=round, payload={"premise": "Two dogs run across a field."})
+    assert post(writer_api, task, nli_body(context)).status_code in (201, 202)
+    assert post(writer_api, task, nli_body(other_premise)).status_code in (201, 202)
+    assert Example.objects.count() == 2
+
+
+def test_the_same_hypothesis_on_the_same_premise_is_a_duplicate_even_as_another_context(writer_api, nli):
+    task, round, context = nli
+    same_text = ContextFactory(task=task, round=round, payload={"premise": context.payload["premise"] + " "})
+    first = post(writer_api, task, nli_body(context))
+    again = post(writer_api, task, nli_body(same_text))
+    assert again.status_code == 409 and again.data["duplicate_of"] == first.data["id"]
+    assert "for this context" in again.data["detail"]
+
+
+def test_a_duplicate_of_an_earlier_rounds_example_is_refused(writer_api, writer, sentiment):
+    task, earlier, context = sentiment
+    old = ExampleFactory(round=earlier, author=writer, context=context, input={"text": "Same text, round after round."})
+    Round.objects.filter(pk=earlier.pk).update(status=Round.Status.CLOSED)
+    later = RoundFactory(task=task, number=2)
+    new_context = ContextFactory(task=task, round=later, payload={"prompt": "A prompt of round 2."})
+    again = post(writer_api, task, sentiment_body(new_context, input={"text": "same text round after round"}))
+    assert again.status_code == 409 and again.data["duplicate_of"] == old.pk
+
+
+def test_the_same_text_from_a_linked_account_is_refused_without_naming_its_example(sentiment, api):
+    """Two accounts of one worker id (two studies' accounts of one person): one example, paid once."""
+    from accounts.services import record_external
+    from tasks import roles
+
+    task, _, context = sentiment
+    first_account, second_account = UserFactory(username="study-a"), UserFactory(username="study-b")
+    for user in (first_account, second_account):
+        record_external(user, "prolific", "SAMEPERSON")
+        roles.grant(user, roles.ANNOTATOR)
+    api.force_authenticate(first_account)
+    assert post(api, task, sentiment_body(context)).status_code in (201, 202)
+    api.force_authenticate(second_account)
+    again = post(api, task, sentiment_body(context))
+    assert again.status_code == 409 and again.data["code"] == "duplicate"
+    assert "linked to yours" in again.data["detail"] and "duplicate_of" not in again.data
+    assert Example.objects.count() == 1
 
 
 def test_a_retracted_example_may_be_written_again(writer_api, sentiment):

@@ -64,12 +64,20 @@ def test_qa_example_is_scored_against_the_highlighted_answer(writer_api, qa, dep
     assert data["fooled"] == (f1_score(span["text"], "1889") < task.typed_config.f1_threshold)
 
 
-def test_fooled_is_decided_from_the_stored_prediction(writer_api, sentiment, deploy):
+def test_fooled_is_decided_from_the_stored_prediction(api, sentiment, deploy):
+    from tasks import roles
+    from tests.factories import UserFactory
+
     task, round, context = sentiment
     deploy(round)
-    for label in ("positive", "negative", "neutral"):  # the same text on three contexts (the model reads no context)
+    # The same text with three labels, by three writers: one writer's second copy would be a duplicate (the
+    # model reads no context, so another prompt does not make it another example: annotation.duplicates).
+    for label in ("positive", "negative", "neutral"):
+        writer = UserFactory(username=f"writer-{label}")
+        roles.grant(writer, roles.ANNOTATOR)
+        api.force_authenticate(writer)
         shown = ContextFactory(task=task, round=round, payload={"prompt": f"A prompt for {label}."})
-        post(writer_api, task, sentiment_body(shown, target=label))
+        assert post(api, task, sentiment_body(shown, target=label)).status_code in (201, 202)
     for example in Example.objects.all():
         assert example.fooled == (example.ensemble_prediction["label"] != example.target)
     assert Example.objects.filter(fooled=False).count() == 1  # the model agrees with exactly one target
