@@ -1,7 +1,7 @@
 """REST API of API tokens: obtain one with a password, list, create and revoke your own.
 
 Views parse, call accounts.tokens and answer; the rules (expiry, who may revoke what, the rate limits)
-live there and in dynabench_site.throttles.
+live there, in accounts.throttles (sign-in) and in dynabench_site.throttles.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts import throttles as signin
 from accounts import tokens
 from accounts.models import ApiToken
-from dynabench_site import throttles
 
 
 class TokenSerializer(serializers.ModelSerializer):
@@ -61,7 +61,9 @@ class ObtainTokenView(APIView):
     @extend_schema(
         summary="Create an API token with your username and password",
         description="Answers the new token with its key (shown once). Every token expires after TOKEN_TTL_DAYS. "
-                    "Failed sign-ins are limited per address and per username (LOGIN_RATE): 429 with Retry-After.",
+                    "Failed sign-ins are limited per address and per (account, address) (LOGIN_RATE); a client that "
+                    "never signed into the account is also refused when the account failed LOGIN_ACCOUNT_RATE "
+                    "times from all addresses: 429 with Retry-After.",
         request=CredentialsSerializer,
         responses={200: NewTokenSerializer, 400: OpenApiResponse(description="missing fields or wrong credentials"),
                    429: OpenApiResponse(description="too many attempts")},
@@ -71,15 +73,16 @@ class ObtainTokenView(APIView):
         body = CredentialsSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        wait = throttles.check_login(request, data["username"])
+        wait = signin.login_wait(request, data["username"])
         if wait is not None:
-            raise exceptions.Throttled(wait=wait, detail=throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait)))
+            raise exceptions.Throttled(wait=wait, detail=signin.login_refusal(wait))
         user = authenticate(request._request, username=data["username"], password=data["password"])
         if user is None or not user.is_active:
-            throttles.login_failed(request, data["username"])
+            signin.login_failed(request, data["username"])
             raise exceptions.ValidationError({"non_field_errors": ["Unable to log in with provided credentials."]})
         token, raw = tokens.issue(user, data["name"], data["access"])
-        return Response(new_token_payload(token, raw), status=status.HTTP_200_OK)
+        response = Response(new_token_payload(token, raw), status=status.HTTP_200_OK)
+        return signin.login_succeeded(request, response, data["username"])
 
 
 class TokenListView(APIView):

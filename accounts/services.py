@@ -10,12 +10,13 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from accounts.models import Account
+from dynabench_site import throttles
 
 
 def client_ip(request: HttpRequest) -> str | None:
-    """The address the request came from. Only REMOTE_ADDR: a forwarded-for header is whatever the client
-    wrote (behind a trusted proxy, the proxy must set REMOTE_ADDR, e.g. with a real-IP module)."""
-    return request.META.get("REMOTE_ADDR") or None
+    """The address the request came from, as the rate limits read it (`dynabench_site.throttles.client_address`:
+    REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT proxies the address the outermost one saw); None without a peer."""
+    return throttles.client_address(request) if request.META.get("REMOTE_ADDR") else None
 
 
 def record_signup(user, ip: str | None) -> Account:
@@ -25,13 +26,10 @@ def record_signup(user, ip: str | None) -> Account:
     return account
 
 
-def external_account(source: str, worker_id: str) -> Account | None:
-    return Account.objects.select_related("user").filter(
-        external_source=source, external_worker_id=worker_id
-    ).first()
-
-
 def record_external(user, source: str, worker_id: str) -> Account:
+    """Record that `user` was made for an external worker id. There is deliberately no lookup by worker id
+    here: which account a worker link signs into is decided per task by `crowd.links.worker_account`, so
+    one owner's batch can never reach an account made for another owner's task."""
     return Account.objects.create(
         user=user, origin=Account.Origin.EXTERNAL, external_source=source, external_worker_id=worker_id
     )

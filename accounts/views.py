@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from accounts import throttles as signin
 from accounts import tokens
 from accounts.models import ApiToken
 from dynabench_site import throttles
@@ -18,35 +19,43 @@ from dynabench_site.pages import refused_form, returns_to, throttled_page
 
 
 class LoginView(auth_views.LoginView):
-    """Django's login page, with failed sign-ins limited per address and per username (LOGIN_RATE): over the
-    limit the form comes back with the message, 429 and Retry-After, and the password is not checked."""
+    """Django's login page with the sign-in limits of accounts.throttles: a refused client gets the form back
+    with the message, 429 and Retry-After, and the password is not checked; a successful sign-in remembers
+    the client as known-good for the account (device cookie, address)."""
 
     http_method_names = ["get", "post", "head", "options"]  # not Django's PUT alias of POST
 
     def post(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
-        username = request.POST.get("username", "")
-        wait = throttles.check_login(request, username)
+        wait = signin.login_wait(request, _username(request))
         if wait is not None:
-            form = refused_form(self.get_form(), throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait)))
+            form = refused_form(self.get_form(), signin.login_refusal(wait))
             return throttled_page(request, self.template_name, self.get_context_data(form=form), wait)
         return super().post(request, *args, **kwargs)
 
+    def form_valid(self, form):
+        return signin.login_succeeded(self.request, super().form_valid(form), _username(self.request))
+
     def form_invalid(self, form):
-        throttles.login_failed(self.request, self.request.POST.get("username", ""))
+        signin.login_failed(self.request, _username(self.request))
         return super().form_invalid(form)
 
 
+def _username(request: HttpRequest) -> str:
+    return request.POST.get("username", "")
+
+
 def admin_login(request: HttpRequest, *args, **kwargs) -> HttpResponse:
-    """Django admin's login page with the same sign-in limit (the attempts count with the site's login)."""
-    username = request.POST.get("username", "")
-    if request.method == "POST" and (wait := throttles.check_login(request, username)) is not None:
-        message = throttles.LOGIN_MESSAGE.format(wait=throttles.wait_text(wait))
-        response = render(request, "error.html", {"status": 429, "message": message}, status=429)
+    """Django admin's login page with the same sign-in limits (the attempts count with the site's login)."""
+    username = _username(request)
+    if request.method == "POST" and (wait := signin.login_wait(request, username)) is not None:
+        response = render(request, "error.html", {"status": 429, "message": signin.login_refusal(wait)}, status=429)
         response["Retry-After"] = str(wait)
         return response
     response = admin.site.login(request, *args, **kwargs)
     if request.method == "POST" and response.status_code == 200:  # the form again: the sign-in failed
-        throttles.login_failed(request, username)
+        signin.login_failed(request, username)
+    elif request.method == "POST" and response.status_code == 302:  # signed in, on to the admin
+        signin.login_succeeded(request, response, username)
     return response
 
 

@@ -3,6 +3,13 @@
     GET /healthz        {"status": "ok" | "degraded" | "down", "checks": {...}}   200, or 503 when "down"
     GET /healthz/live   {"status": "ok"}   the process answers (no dependency is asked; for a load balancer)
 
+Who sees what: everyone gets the status, its HTTP code and each check's status (`{"database": {"status":
+"ok"}, ...}`), all a probe or an uptime monitor needs. The details (tasks and rounds with their models, queue
+depths, worker names, stuck jobs, error messages) go only to staff: a signed-in staff session, or an API token
+of a staff account (`Authorization: Token <key>`, read-only is enough); a token that is unknown, expired or
+revoked answers 401, so a monitor notices. Task names are not public (a task may be hidden), nor is the shape
+of the deployment.
+
 Checks: `database` (SELECT 1), `broker` (the job queue: reachable, queue depths, messages taken by a worker and
 not yet acknowledged), `workers` (heartbeats seen within three beats: dynabench_site.celery), `cache` (a shared
 Redis cache, when CACHE_URL is set), `models` (the model backend, and each deployed ensemble of an open round
@@ -29,6 +36,7 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from rest_framework import exceptions
 
 log = logging.getLogger(__name__)
 OK, DEGRADED, DOWN, EMBEDDED = "ok", "degraded", "down", "embedded"
@@ -227,11 +235,37 @@ def report() -> dict[str, Any]:
     return {"status": status, "time": timezone.now().isoformat(), "checks": checks}
 
 
+def summary(data: dict[str, Any]) -> dict[str, Any]:
+    """What anyone may read: the status, and each check's status without its details."""
+    return {"status": data["status"], "time": data["time"],
+            "checks": {name: {"status": check["status"]} for name, check in data["checks"].items()}}
+
+
+def sees_details(request) -> bool:
+    """Staff see the details: by their session, or by an API token (AuthenticationFailed for a refused one). A
+    database that is down cannot say who is staff: then nobody is."""
+    from accounts.authentication import ApiTokenAuthentication
+
+    try:
+        found = ApiTokenAuthentication().authenticate(request)
+        user = found[0] if found else request.user
+        return bool(user.is_active and user.is_staff)
+    except exceptions.AuthenticationFailed:
+        raise
+    except Exception as exc:  # the database (sessions, tokens) is down: the summary, never a 500
+        log.warning("healthz: could not tell who asks (%s); answering the summary", type(exc).__name__)
+        return False
+
+
 @never_cache
 @require_GET
 def healthz(request):
+    try:
+        details = sees_details(request)
+    except exceptions.AuthenticationFailed as refused:
+        return JsonResponse({"detail": str(refused.detail), "code": "authentication_failed"}, status=401)
     data = report()
-    return JsonResponse(data, status=503 if data["status"] == DOWN else 200)
+    return JsonResponse(data if details else summary(data), status=503 if data["status"] == DOWN else 200)
 
 
 @never_cache

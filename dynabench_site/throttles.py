@@ -7,10 +7,15 @@ period. Over the limit, nothing is counted and the caller learns how long to wai
 The cache may fail (Redis down). A limit is a brake, never a gate that can break the site: when the cache
 raises, the request goes through unlimited and the failure is logged. Above all a submission is saved
 first; a throttle in front of it must never turn it into a 500.
+
+The client address (`client_address`) is REMOTE_ADDR unless TRUSTED_PROXY_COUNT says how many proxies stand
+in front of the app: then it is the address the outermost of them saw, read from X-Forwarded-For. Sign-in
+limits, built on these counters, live in accounts.throttles.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
 from collections.abc import Sequence
@@ -87,9 +92,38 @@ def record(scope: str, idents: Sequence[str], rate: str) -> None:
 
 
 def client_address(request) -> str:
-    """The address a request came from: REMOTE_ADDR only (a forwarded-for header is whatever the client wrote;
-    behind a proxy, the proxy must set REMOTE_ADDR, e.g. gunicorn's --forwarded-allow-ips with a real-IP module)."""
-    return request.META.get("REMOTE_ADDR") or "unknown"
+    """The address a request came from.
+
+    TRUSTED_PROXY_COUNT = 0 (the default): REMOTE_ADDR, the peer of the connection; X-Forwarded-For is whatever
+    the client wrote and is never read. N > 0: the app is reachable only through N proxies, each appending the
+    address it saw to X-Forwarded-For (nginx: `$proxy_add_x_forwarded_for`), so the N-th entry from the right is
+    the address the outermost proxy saw; entries further left were written by the client and are never read.
+    Fewer entries than proxies: the leftmost one (as DRF's NUM_PROXIES); an entry that is not an address: the
+    peer. Behind a proxy with 0, every client shares the proxy's address."""
+    peer = request.META.get("REMOTE_ADDR") or "unknown"
+    proxies = settings.TRUSTED_PROXY_COUNT
+    hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if hop.strip()]
+    if proxies <= 0 or not hops:
+        return peer
+    candidate = hops[-min(proxies, len(hops))]
+    try:
+        return str(ipaddress.ip_address(candidate))
+    except ValueError:
+        return peer
+
+
+def address_group(address: str) -> str:
+    """What one party's addresses have in common: the address itself (IPv4), or its /64 network (IPv6: one
+    subscriber usually gets a whole /64, so counting single IPv6 addresses would count nothing)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped:  # ::ffff:192.0.2.1 is 192.0.2.1
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 def wait_text(wait: int) -> str:
@@ -136,28 +170,6 @@ class TokenThrottle(PerUserThrottle):
     scope = "token"
     rate_setting = "TOKEN_RATE"
     message = "You created too many API tokens recently; try again in {wait}."
-
-
-def login_idents(request, username: str) -> list[str]:
-    """Failed sign-ins count per address and per username (a guess at one account from many addresses). Only
-    failures count: a class signing in together from one address is never held back."""
-    idents = [f"ip:{client_address(request)}"]
-    if username:
-        idents.append(f"user:{username.strip().lower()[:150]}")
-    return idents
-
-
-LOGIN_MESSAGE = "Too many failed sign-in attempts; try again in {wait}."
-
-
-def check_login(request, username: str) -> int | None:
-    """Before a sign-in is tried (page or API): the wait when its address or username failed too often."""
-    return hit("login", login_idents(request, username), settings.LOGIN_RATE, count=False)
-
-
-def login_failed(request, username: str) -> None:
-    """Count a failed sign-in against its address and username."""
-    record("login", login_idents(request, username), settings.LOGIN_RATE)
 
 
 def check_vote(user) -> None:

@@ -7,6 +7,8 @@
 # pending, 202). Jobs go to an in-process broker that no worker reads (CELERY_BROKER_URL=memory://), so a round
 # pipeline or an upload evaluation that the fuzzer starts is queued and never trains. Rate limits are raised so
 # the run explores the API instead of meeting them (the limits themselves are tested in the suite).
+# Schemathesis speaks OpenAPI (and GraphQL) only: the pages' form POSTs are not in the schema, and are fuzzed by
+# tests/site/test_form_fuzz.py (hypothesis, every form route of the permission matrix, in the normal suite).
 #
 #   bash scripts/schemathesis.sh                 # what CI runs (a few minutes)
 #   ST_MAX_EXAMPLES=50 bash scripts/schemathesis.sh
@@ -25,7 +27,7 @@ export DATABASE_URL=${SCHEMATHESIS_DATABASE_URL:-postgres://postgres@127.0.0.1:5
 export VAR_DIR=$WORK/var DJANGO_SETTINGS_MODULE=dynabench_site.settings
 export DEBUG=false ALLOWED_HOSTS=127.0.0.1,localhost
 export CELERY_BROKER_URL=memory://localhost/ CELERY_RESULT_BACKEND=cache+memory:// VERDICT_WAIT_MS=0
-export LOGIN_RATE=100000/min TOKEN_RATE=100000/hour VOTE_RATE=100000/min SIGNUP_RATE=100000/hour
+export LOGIN_RATE=100000/min LOGIN_ACCOUNT_RATE=100000/min TOKEN_RATE=100000/hour VOTE_RATE=100000/min SIGNUP_RATE=100000/hour
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 
 server_pid=""

@@ -56,6 +56,7 @@ class Stack:
     dir: Path
     env: dict[str, str]
     token: str = ""
+    health_token: str = ""  # the demo admin's read-only token: /healthz shows its details to staff only
     context_id: int | None = None
     counter: int = 0
     timings: dict[str, float] = field(default_factory=dict)
@@ -154,7 +155,7 @@ class Stack:
         """Until /healthz lists a worker's heartbeat."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            status, health = self.call("GET", "/healthz", token="")
+            status, health = self.call("GET", "/healthz", token=self.health_token)
             if isinstance(health, dict) and health["checks"]["workers"].get("count"):
                 return
             time.sleep(1)
@@ -209,6 +210,10 @@ def stack(tmp_path_factory):
         stack.script("start", "web")
         stack.script("start", "worker")
         stack.script("start", "beat")
+        status, answer = stack.call("POST", "/api/auth/token/", {"username": "admin", "password": "dynabench-demo",
+                                                                 "name": "health", "access": "read"}, token="")
+        assert status == 200, (status, answer)
+        stack.health_token = answer["key"]
         stack.wait_for_worker(120)
         stack.timings["start_s"] = time.monotonic() - started
         status, answer = stack.call("POST", "/api/auth/token/", {"username": "annotator", "password": "dynabench-demo",

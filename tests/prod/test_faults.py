@@ -41,7 +41,7 @@ def assert_exactly_one_verdict(stack, examples: dict[int, dict]) -> None:
 def test_the_stack_serves_static_files_health_and_a_verdict(stack):
     status, _ = stack.call("GET", "/static/js/create.js", token="")
     assert status == 200  # WhiteNoise under gunicorn with DEBUG=false
-    status, health = stack.call("GET", "/healthz", token="")
+    status, health = stack.call("GET", "/healthz", token=stack.health_token)
     assert status == 200 and health["status"] == "ok", health
     assert health["checks"]["workers"]["count"] >= 1
     [ensemble] = [e for e in health["checks"]["models"]["ensembles"] if e["task"] == "sentiment"]
@@ -56,7 +56,7 @@ def test_torchserve_killed_while_examples_are_submitted(stack):
     ids = assert_saved_and_answered(stack, "torchserve-down", 6)
     time.sleep(2)  # a few retries meet the closed port
     assert all(stack.example(pk)["scoring_state"] == "pending" for pk in ids)
-    status, health = stack.call("GET", "/healthz", token="")
+    status, health = stack.call("GET", "/healthz", token=stack.health_token)
     assert status == 503 and health["checks"]["models"]["status"] == "down", health
     stack.script("start", "torchserve", timeout=1500)  # may wait for the machine's TorchServe lock
     stack.script("start", "register")  # eager registration, as after any TorchServe start
@@ -97,7 +97,7 @@ def test_the_broker_down_submissions_saved_and_scoring_resumes_by_itself(stack):
         for path in ("/", "/tasks/sentiment/", "/api/tasks/"):
             status, _ = stack.call("GET", path, token="")
             assert status < 500, f"{path} answered {status} with the broker down"
-        status, health = stack.call("GET", "/healthz", token="")
+        status, health = stack.call("GET", "/healthz", token=stack.health_token)
         assert health["checks"]["broker"]["status"] == "down", health
     finally:
         stack.script("start", "redis")

@@ -1,4 +1,5 @@
-"""`/healthz`, `/healthz/live` and the console's health page: what they say when things work and when they do not.
+"""`/healthz`, `/healthz/live` and the console's health page: what they say when things work and when they do not,
+and who sees what (anyone: the status and each check's; staff, by session or token: the details).
 (The same checks against the running production path, with its worker and TorchServe: tests/prod.)"""
 
 from __future__ import annotations
@@ -30,9 +31,18 @@ def anonymous() -> Client:
     return Client()
 
 
+@pytest.fixture
+def staff(db) -> Client:
+    """An operator: the checks' details are for staff (the tests below read them; anonymous callers get the
+    summary, tested at the end)."""
+    client = Client()
+    client.force_login(UserFactory(username="operator", is_staff=True))
+    return client
+
+
 @pytest.mark.django_db
-def test_the_embedded_default_is_healthy(anonymous):
-    response = anonymous.get("/healthz")
+def test_the_embedded_default_is_healthy(staff):
+    response = staff.get("/healthz")
     assert response.status_code == 200 and response["Cache-Control"].startswith("max-age=0")
     data = response.json()
     assert data["status"] == "ok", data
@@ -41,32 +51,32 @@ def test_the_embedded_default_is_healthy(anonymous):
     assert checks["broker"]["status"] == checks["workers"]["status"] == "embedded"
     assert checks["models"] == {**checks["models"], "status": "ok", "backend": "inprocess"}
     assert checks["stuck"]["scoring"] == {"pending": 0, "delayed": 0, "stuck": 0, "failed": 0}
-    assert anonymous.get("/healthz/live").json() == {"status": "ok"}
+    assert Client().get("/healthz/live").json() == {"status": "ok"}
 
 
 @pytest.mark.django_db
-def test_a_failed_example_makes_it_degraded_and_is_counted(anonymous):
+def test_a_failed_example_makes_it_degraded_and_is_counted(staff):
     ExampleFactory(scoring_state=Example.Scoring.FAILED, scoring_error="gave up after 15 tries")
-    data = anonymous.get("/healthz").json()
+    data = staff.get("/healthz").json()
     assert data["status"] == "degraded" and data["checks"]["stuck"]["status"] == "degraded"
     assert data["checks"]["stuck"]["scoring"]["failed"] == 1
 
 
 @pytest.mark.django_db
-def test_no_model_server_means_nothing_can_score_503(anonymous, settings):
+def test_no_model_server_means_nothing_can_score_503(staff, settings):
     settings.MODEL_BACKEND = "torchserve"
     settings.TORCHSERVE_URL = f"http://127.0.0.1:{closed_port()}"
-    response = anonymous.get("/healthz")
+    response = staff.get("/healthz")
     assert response.status_code == 503
     models = response.json()["checks"]["models"]
     assert models["status"] == "down" and "does not answer" in models["error"]
 
 
 @pytest.mark.django_db
-def test_a_broker_that_is_down_and_no_worker_503(anonymous, settings):
+def test_a_broker_that_is_down_and_no_worker_503(staff, settings):
     settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{closed_port()}/0"
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    response = anonymous.get("/healthz")
+    response = staff.get("/healthz")
     assert response.status_code == 503
     checks = response.json()["checks"]
     assert checks["broker"]["status"] == "down" and "Connection refused" in checks["broker"]["error"]
@@ -110,7 +120,7 @@ def test_the_owner_sees_the_service_checks_on_the_console_health_page(settings):
 
 
 @pytest.mark.django_db
-def test_a_silent_pipeline_run_is_listed_with_a_link_to_its_job_page():
+def test_a_silent_pipeline_run_is_listed_with_a_link_to_its_job_page(staff):
     from datetime import timedelta
 
     from django.utils import timezone
@@ -120,7 +130,7 @@ def test_a_silent_pipeline_run_is_listed_with_a_link_to_its_job_page():
     task = TaskFactory(slug="sentiment", kind="sentiment")
     run = PipelineRun.objects.create(task=task, status=PipelineRun.Status.RUNNING,
                                      heartbeat_at=timezone.now() - timedelta(hours=2))
-    stuck = Client().get("/healthz").json()["checks"]["stuck"]
+    stuck = staff.get("/healthz").json()["checks"]["stuck"]
     assert stuck["status"] == "degraded" and stuck["pipelines"] == [{"id": run.pk, "task": "sentiment", "status": "running"}]
     owner = UserFactory(username="owner")
     task.owners.add(owner)
@@ -128,3 +138,60 @@ def test_a_silent_pipeline_run_is_listed_with_a_link_to_its_job_page():
     page.force_login(owner)
     html = page.get("/tasks/sentiment/console/health/").content.decode()
     assert f'href="/console/jobs/{run.pk}/">job #{run.pk}</a>, sentiment: retry or abandon it there' in html
+
+
+def open_private_round():
+    for slug, visibility in (("public-one", "public"), ("secret-launch", "hidden")):
+        RoundFactory(task=TaskFactory(slug=slug, kind="sentiment", visibility=visibility), number=1)
+
+
+@pytest.mark.django_db
+def test_anonymous_callers_get_the_status_and_each_checks_status_only(anonymous):
+    open_private_round()
+    ExampleFactory(scoring_state=Example.Scoring.FAILED, scoring_error="gave up after 15 tries")
+    response = anonymous.get("/healthz")
+    assert response.status_code == 200
+    data = response.json()
+    assert data["status"] == "degraded" and set(data) == {"status", "time", "checks"}
+    assert data["checks"] == {name: {"status": status} for name, status in (
+        ("database", "ok"), ("broker", "embedded"), ("workers", "embedded"), ("cache", "embedded"),
+        ("models", "ok"), ("stuck", "degraded"))}
+    assert "secret-launch" not in response.content.decode() and "public-one" not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_down_service_still_answers_503_to_anonymous_callers_without_its_error(anonymous, settings):
+    settings.MODEL_BACKEND = "torchserve"
+    settings.TORCHSERVE_URL = f"http://127.0.0.1:{closed_port()}"
+    response = anonymous.get("/healthz")
+    assert response.status_code == 503 and response.json()["checks"]["models"] == {"status": "down"}
+    assert "TorchServe" not in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_signed_in_people_who_are_not_staff_get_the_summary_too():
+    open_private_round()
+    owner = UserFactory(username="owner")  # owns a task: the console's Health page is where they see details
+    client = Client()
+    client.force_login(owner)
+    assert "secret-launch" not in client.get("/healthz").content.decode()
+
+
+@pytest.mark.django_db
+def test_staff_see_the_details_by_session_or_by_token(staff):
+    from accounts import tokens
+
+    open_private_round()
+    listed = {e["task"] for e in staff.get("/healthz").json()["checks"]["models"]["ensembles"]}
+    assert listed == {"public-one", "secret-launch"}
+    _, key = tokens.issue(UserFactory(username="monitor", is_staff=True), "uptime probe", "read", counted=False)
+    by_token = Client().get("/healthz", HTTP_AUTHORIZATION=f"Token {key}").json()
+    assert {e["task"] for e in by_token["checks"]["models"]["ensembles"]} == listed
+    _, someones = tokens.issue(UserFactory(username="writer"), "mine", counted=False)
+    assert "ensembles" not in Client().get("/healthz", HTTP_AUTHORIZATION=f"Token {someones}").json()["checks"]["models"]
+
+
+@pytest.mark.django_db
+def test_a_refused_token_answers_401_so_a_monitor_notices():
+    response = Client().get("/healthz", HTTP_AUTHORIZATION="Token dro_not-a-real-key")
+    assert response.status_code == 401 and response.json()["detail"] == "Invalid token."
