@@ -199,3 +199,23 @@ def test_a_21_mb_json_body_is_a_413_on_the_development_server(dev_server):
     assert response.status == 413
     assert body == {"detail": f"The request body is too large ({size} bytes; the limit is {20 * 1024 * 1024} bytes).",
                     "code": "too_large"}
+
+
+def test_the_compose_proxy_allows_large_bodies_on_the_upload_routes_only():
+    """deploy/nginx.conf caps bodies as the app does: 601m only in locations that match the upload routes."""
+    import re
+    from pathlib import Path
+
+    from django.urls import reverse
+
+    from dynabench_site.bodylimit import UPLOAD_ROUTES
+
+    conf = (Path(__file__).resolve().parents[2] / "deploy" / "nginx.conf").read_text()
+    server_cap = re.search(r"^    client_max_body_size (\S+);", conf, re.M).group(1)
+    large = re.findall(r"location ~ (\S+) \{\s*client_max_body_size 601m;", conf)
+    assert server_cap == "20m" and len(large) == 2
+    for name in UPLOAD_ROUTES:
+        path = reverse(name, kwargs={"slug": "sentiment"})
+        assert any(re.match(pattern, path) for pattern in large), path
+    for path in ["/api/auth/token/", "/api/tasks/sentiment/examples/", "/accounts/login/", "/tasks/sentiment/console/"]:
+        assert not any(re.match(pattern, path) for pattern in large), path
