@@ -44,8 +44,8 @@ from django.utils import timezone
 
 from annotation.models import Example
 from modelzoo.services import explain_verdict, predict_for_round
-from modelzoo.types import BackendError, NoEnsembleYet, RoundVerdict
 from tasks.models import Round, Task
+from zoo.types import BackendError, NoEnsembleYet, RoundVerdict
 
 log = logging.getLogger(__name__)
 

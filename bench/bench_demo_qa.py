@@ -4,7 +4,7 @@
         [--eval 150] [--max-length 256] [--lr 2e-4] [--members 1] [--bf16]
 
 Trains on questions of the vendored SQuAD v1.1 TRAIN articles (tasks/demo/samples/squad_train.json, the demo's
-QA training data; a shuffled subset of --train), with the demo's recipe (modelzoo.recipes, real
+QA training data; a shuffled subset of --train), with the demo's recipe (zoo.recipes, real
 all-MiniLM-L6-v2), and scores F1 / exact match (SQuAD normalisation, best over the reference answers) on a fixed
 random sample of --eval questions of the 3 held-out SQuAD v1.1 DEV articles in DATA_DIR/squad_subset
 (Genghis_Khan, Huguenot, Immune_system; never trained on). Prints wall and CPU seconds. No database. Exits
@@ -43,10 +43,10 @@ def main() -> None:
     if not held_out_file.is_file():
         sys.exit(f"bench_demo_qa: {held_out_file} not found (set DATA_DIR): cannot run")
 
-    from modelzoo import recipes
-    from modelzoo.runtime import Predictor
-    from modelzoo.training import TrainExample
     from tasks.kinds.qa import exact_match, f1_score
+    from zoo import recipes
+    from zoo.runtime import Predictor
+    from zoo.training import TrainExample
 
     rows = []
     for article in json.loads((ROOT / "tasks/demo/samples/squad_train.json").read_text(encoding="utf-8")):
@@ -67,7 +67,7 @@ def main() -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     metrics = recipes.train_ensemble(examples, spec, [out / f"m{s}" for s in seeds], seeds, keys=[r[0] for r in rows])
     train_wall, train_cpu = time.perf_counter() - wall, time.process_time() - cpu
-    from modelzoo.aggregation import get_strategy
+    from zoo.aggregation import get_strategy
 
     predictors = [Predictor.load(out / f"m{s}") for s in seeds]
     aggregate = get_strategy("best_mean_span")

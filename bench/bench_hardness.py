@@ -171,7 +171,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "hardness.md")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    from modelzoo.encoder import load_encoder, load_tokenizer
+    from zoo.encoder import load_encoder, load_tokenizer
 
     data_dir = Path(os.environ.get("DATA_DIR", ROOT.parent / "shared" / "data"))
     rows = load_sst2(data_dir, "train", max_rows=args.n)

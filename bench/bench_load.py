@@ -56,7 +56,7 @@ def pct(values: list[float], q: float) -> float | None:
 
 
 def free_ports(n: int) -> list[int]:
-    from modelzoo.torchserve_ctl import free_ports as ports
+    from zoo.torchserve_ctl import free_ports as ports
 
     return ports(n)
 
@@ -133,8 +133,9 @@ def shake_top_layers(model, seed: int) -> None:
 
 
 def build_members(folder: Path, task, tiny: bool, members: int = 3) -> list:
-    from modelzoo import encoder, services, training
-    from modelzoo.heads import get_head
+    from modelzoo import services
+    from zoo import encoder, training
+    from zoo.heads import get_head
 
     versions = []
     for seed in range(members):
@@ -345,8 +346,8 @@ def run(workdir: Path, args) -> dict:
         from django.core.management import call_command
 
         from modelzoo import services
-        from modelzoo.torchserve_ctl import LocalTorchServe
         from tasks.models import Task
+        from zoo.torchserve_ctl import LocalTorchServe
 
         call_command("load_demo", stdout=io.StringIO())
         task = Task.objects.get(slug=args.task)

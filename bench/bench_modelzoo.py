@@ -95,7 +95,7 @@ def dev_rows(data_dir: Path) -> list[dict]:
 
 
 def twenty_token_input(inputs: list[dict[str, str]]) -> dict[str, str]:
-    from modelzoo.encoder import load_tokenizer
+    from zoo.encoder import load_tokenizer
 
     tok = load_tokenizer()
     return min(inputs, key=lambda i: abs(len(tok(i["text"])["input_ids"]) - 20))
@@ -121,8 +121,8 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
     # What a writer waits for now is the verdict (one forward pass of the ensemble); the word map follows in a job
     # of its own (annotation.scoring.explain_example -> services.explain_verdict). Both are timed, and their sum.
     # The map runs in the default precision (bfloat16 batches where the CPU multiplies them natively,
-    # modelzoo.explain.occlusion_dtype) and, interleaved, forced to float32, so the two are compared in one run.
-    from modelzoo.explain import OCCLUSION_PRECISION_ENV, occlusion_dtype
+    # zoo.explain.occlusion_dtype) and, interleaved, forced to float32, so the two are compared in one run.
+    from zoo.explain import OCCLUSION_PRECISION_ENV, occlusion_dtype
 
     verdict, mapped, explained, forward, mapped32, whole = [], [], [], [], [], []
     version_ids = [v.pk for v in versions]
@@ -156,7 +156,7 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
     if default is not None:
         os.environ[OCCLUSION_PRECISION_ENV] = default
     words = statistics.median(len(inputs[i % len(inputs)]["text"].split()) for i in range(10, n + 10))
-    from modelzoo.runtime import ensemble
+    from zoo.runtime import ensemble
 
     precision = occlusion_dtype(int(words) + 1)
     return {"verdict": summary(verdict), "map": summary(mapped), "explained": summary(explained),
@@ -167,8 +167,8 @@ def bench_in_process(round_, versions, inputs, n: int) -> dict[str, dict[str, fl
 
 
 def bench_faithfulness(versions, dev_rows, n: int = 40) -> dict[str, dict[str, float]]:
-    from modelzoo.faithfulness import comprehensiveness, held_out_sentences
     from modelzoo.serving import ModelRef, get_backend
+    from zoo.faithfulness import comprehensiveness, held_out_sentences
 
     predictors = [get_backend("inprocess").predictor(ModelRef.of(v)) for v in versions]
     sentences = held_out_sentences(dev_rows, n)
@@ -217,7 +217,7 @@ def throughput(client, name: str, inputs, clients: int, seconds: float) -> float
 
 
 def bench_batching(server, version, inputs, clients: int, seconds: float) -> dict[str, float]:
-    from modelzoo.archive import build_mar
+    from zoo.archive import build_mar
 
     client = server.client()
     mar = build_mar(version.artifact_path, "bench-throughput", server.model_store)
@@ -240,9 +240,9 @@ def bench_floor(versions, inputs, n: int, precision: str) -> dict[str, float]:
     products, so no overhead at all is counted). What no implementation of word occlusion can go below here."""
     import torch
 
-    from modelzoo.runtime import ensemble
     from modelzoo.serving import ModelRef, get_backend
-    from modelzoo.trunk import reads_first_token_only
+    from zoo.runtime import ensemble
+    from zoo.trunk import reads_first_token_only
 
     predictors = [get_backend("inprocess").predictor(ModelRef.of(v)) for v in versions]
     group = ensemble(predictors).groups[0]
@@ -302,7 +302,7 @@ def cpu_model() -> str:
 
 
 def report(r: dict, args: argparse.Namespace) -> str:
-    from modelzoo.precision import native_bf16
+    from zoo.precision import native_bf16
 
     ip, lat, thr, ex, fl = r["inprocess"], r["torchserve"], r["batching"], r["explain"], r["floor"]
     ratio = ip["verdict"]["p50"] / ip["bare"]["p50"]
@@ -341,9 +341,9 @@ The machine is shared with other work, so absolute figures are noisy; the ratios
 Inputs: SST-2 dev sentences, median {ip["words"]:g} words. Members trained with the `{args.recipe}` recipe; shared
 trunk found at load (member indices, shared layers): {ip.get("sharing")}. Goal verdict / bare <= 1.3:
 {ok(ratio <= 1.3)} (p50). Goal verdict + explanation / bare <= 2: {ok(explained <= 2)} (p50: {explained:.2f}x).
-The map's batch ran in {ip["precision"]} by default on this CPU (`modelzoo.explain.occlusion_dtype`); float32 / default
+The map's batch ran in {ip["precision"]} by default on this CPU (`zoo.explain.occlusion_dtype`); float32 / default
 map at p50: {ip["map_fp32"]["p50"] / ip["map"]["p50"]:.2f}x. A classifier's last layer runs for the [CLS] token alone
-(`modelzoo.trunk.FirstTokenLayer`, the same logits): verdict + map with whole last layers / default at p50:
+(`zoo.trunk.FirstTokenLayer`, the same logits): verdict + map with whole last layers / default at p50:
 {ip["explained_whole"]["p50"] / ip["explained"]["p50"]:.2f}x. The verdict no longer waits for its map (the map is a job of its
 own that follows it, on the explainer), but the map still costs what it costs: word occlusion runs the input plus
 one row per word through each member's top layers (the shared lower layers once for all members), so its cost
@@ -424,7 +424,7 @@ def run(workdir: Path, args: argparse.Namespace) -> dict:
     from django.conf import settings
 
     from modelzoo import services
-    from modelzoo.torchserve_ctl import LocalTorchServe, free_ports
+    from zoo.torchserve_ctl import LocalTorchServe, free_ports
 
     results: dict = {"load": " / ".join(f"{x:.1f}" for x in os.getloadavg())}
     round_, versions, inputs = train_members(Path(settings.DATA_DIR), args.train_rows, args.recipe)

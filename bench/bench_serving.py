@@ -71,8 +71,8 @@ def build_artifacts(folder: Path, tasks: list[str], members: int, top_layers: in
 
     import torch
 
-    from modelzoo import encoder, training
-    from modelzoo.serving.base import ModelRef
+    from zoo import encoder, training
+    from zoo.serving.base import ModelRef
 
     refs: dict[str, list] = {}
     next_id = 1
@@ -170,7 +170,7 @@ def stats(samples: list[float]) -> dict:
 
 
 def explain(backend, ref, model_input, prediction) -> None:
-    from modelzoo.heads import get_head
+    from zoo.heads import get_head
 
     backend.explain(ref, model_input, "input_x_gradient", get_head(ref.head).target_of(prediction))
 
@@ -184,8 +184,8 @@ def verdict_per_member(backend, pool, refs, model_input) -> None:
 def mapped_per_member(backend, pool, refs, model_input) -> dict:
     """The per-member layout's verdict with its occlusion map: predictions in parallel, then every member's map
     of the ensemble's answer in parallel, averaged (what `Backend.explain_ensemble` does, in parallel)."""
-    from modelzoo.explain import average_explanations
-    from modelzoo.heads import get_head
+    from zoo.explain import average_explanations
+    from zoo.heads import get_head
 
     futures = [pool.submit(backend.predict, [r], [model_input]) for r in refs]
     predictions = [f.result()[0][0] for f in futures]
@@ -218,8 +218,8 @@ def measure_layouts(server, backend, refs: dict[str, list], n: int) -> dict[str,
     """All three layouts registered at once (per member under the artifacts' ids, per ensemble with separate
     forwards under ids +100, with the shared trunk under +200), and their verdicts interleaved (the order
     rotates from one input to the next), so that the machine's load hits all three alike."""
-    from modelzoo.archive import build_ensemble_archive
-    from modelzoo.serving.torchserve import ensemble_name
+    from zoo.archive import build_ensemble_archive
+    from zoo.serving.torchserve import ensemble_name
 
     layouts = {"per_member": refs, "separate": with_ids(refs, 100), "shared": with_ids(refs, 200)}
     for rs in layouts["separate"].values():  # built before registering: `register` reuses a complete archive
@@ -268,8 +268,8 @@ def measure_layouts(server, backend, refs: dict[str, list], n: int) -> dict[str,
 def measure_in_process(refs: dict[str, list], n: int) -> dict:
     """Interleaved, in this process: predictions and occlusion maps of each task's 3 members, separate forwards vs
     the shared trunk; the trunk each ensemble shares; the largest difference between the two."""
-    from modelzoo.explain import explain_ensemble
-    from modelzoo.runtime import Predictor, ensemble
+    from zoo.explain import explain_ensemble
+    from zoo.runtime import Predictor, ensemble
 
     samples = {key: {"predict": [], "mapped": []} for key in ("separate", "shared")}
     shared_layers, worst = {}, 0.0
@@ -307,8 +307,8 @@ def _difference(a, b) -> float:
 
 def run(workdir: Path, args: argparse.Namespace) -> dict:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    from modelzoo.serving.torchserve import TorchServeBackend
-    from modelzoo.torchserve_ctl import LocalTorchServe, free_ports
+    from zoo.serving.torchserve import TorchServeBackend
+    from zoo.torchserve_ctl import LocalTorchServe, free_ports
 
     tasks = list(TASKS)[: args.tasks]
     results: dict = {"load_before": " / ".join(f"{x:.1f}" for x in os.getloadavg()), "tasks": tasks,

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from dynabench_site.errors import DomainError
+from dynabench_site.errors import DomainError, as_domain_error
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +38,9 @@ def domain_error_response(exc: DomainError) -> Response:
 
 def exception_handler(exc, context):
     """DRF's handler, plus domain errors, and one readable `detail` next to per-field messages."""
-    if isinstance(exc, DomainError):
-        return domain_error_response(exc)
+    domain = as_domain_error(exc)
+    if domain is not None:
+        return domain_error_response(domain)
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(response.data, dict) and "detail" not in response.data:
         # Field errors: add one readable sentence next to the per-field messages.

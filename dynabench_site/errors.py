@@ -3,7 +3,8 @@
 Services raise these (or subclasses of their own); the API's central exception handler
 (`dynabench_site.api.exception_handler`) and the page middleware turn them into a 4xx/5xx answer with a
 message that says what was wrong, so views need no try/except of their own. This module imports nothing
-from the apps: every layer may use it.
+from the apps: every layer may use it. The model library (`zoo`) imports nothing of the site: its serving
+failure, `zoo.types.BackendError`, is answered as the `Unavailable` it means (`as_domain_error`).
 """
 
 from __future__ import annotations
@@ -56,3 +57,18 @@ class Unavailable(DomainError):
     status_code = 503
     code = "unavailable"
     retry_after: int | None = None  # seconds; sent as Retry-After when known
+
+
+def as_domain_error(exc: BaseException) -> DomainError | None:
+    """The domain error `exc` is or stands for, else None. A serving failure of the model library
+    (`zoo.types.BackendError`) is an `Unavailable`: 503 with Retry-After when trying again later can help, else
+    502 ("model_failed": the model server cannot answer it)."""
+    if isinstance(exc, DomainError):
+        return exc
+    from zoo.types import BackendError
+
+    if not isinstance(exc, BackendError):
+        return None
+    error = Unavailable(exc.message)
+    error.status_code, error.code, error.retry_after = exc.status_code, exc.code, exc.retry_after
+    return error

@@ -153,41 +153,20 @@ def deployed_ensembles() -> list[dict[str, Any]]:
 
 
 def check_models() -> dict[str, Any]:
+    from modelzoo.serving import make_backend
+
     backend = settings.MODEL_BACKEND
     ensembles = deployed_ensembles()
-    if backend != "torchserve":
-        return {"status": OK, "backend": backend, "ensembles": ensembles}
-    from modelzoo.serving.torchserve import TorchServeBackend, TorchServeClient
-
-    client = TorchServeClient(settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL, timeout=2.0,
-                              key_file=settings.TORCHSERVE_KEY_FILE)
-    if not client.ping():
-        return {"status": DOWN, "backend": backend, "error": f"TorchServe does not answer at {settings.TORCHSERVE_URL}",
-                "ensembles": ensembles}
-    try:
-        listing = client.request("GET", f"{client.management_url}/models?limit=1000", timeout=2.0)
-    except Exception as exc:  # answers predictions, but its management API does not answer us (token, network)
-        return {"status": DEGRADED, "backend": backend, "ensembles": ensembles,
-                "error": f"the management API did not list the models: {exc}"[:300]}
-    registered = {m.get("modelName") for m in listing.get("models", [])}
-    names = sorted(n for n in registered if n)
-    missing = 0
-    for ensemble in ensembles:
-        # One TorchServe model per ensemble (`<task>-ens-<ids>`), or one holding all its members.
-        refs = _member_refs(ensemble["ensemble"])
-        if not refs:  # an open round without models yet (still training): nothing to serve, nothing missing
-            ensemble["served"], ensemble["serving_model"] = None, None
-            continue
-        found = TorchServeBackend.find_model(refs, names)
-        ensemble["served"] = found is not None
-        ensemble["serving_model"] = found[0] if found else None
-        missing += not ensemble["served"]
-    return {"status": DEGRADED if missing else OK, "backend": backend, "registered": names, "ensembles": ensembles}
+    # A backend built now from the current settings; it says whether it answers and serves each ensemble.
+    state = make_backend(backend).health([_member_refs(e["ensemble"]) for e in ensembles], timeout_s=2.0)
+    for ensemble, served in zip(ensembles, state.pop("ensembles", None) or [], strict=False):
+        ensemble.update(served)
+    return {**state, "backend": backend, "ensembles": ensembles}
 
 
 def _member_refs(ensemble_id: int | None) -> list:
     from modelzoo.models import Ensemble
-    from modelzoo.serving.base import ModelRef
+    from zoo.serving.base import ModelRef
 
     ensemble = Ensemble.objects.filter(pk=ensemble_id).first() if ensemble_id else None
     return [ModelRef.of(m) for m in ensemble.ordered_members()] if ensemble else []

@@ -34,7 +34,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import cache_control
 
 from dynabench_site.api import error_text
-from dynabench_site.errors import DomainError
+from dynabench_site.errors import DomainError, as_domain_error
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,8 @@ class DomainErrorMiddleware:
             return not_found(request, exc)
         if isinstance(exc, PermissionDenied):
             return permission_denied(request, exc)
-        if not isinstance(exc, DomainError):
+        exc = as_domain_error(exc)
+        if exc is None:
             return None
         view = request.resolver_match.func if request.resolver_match else None
         back: ReturnsTo | None = getattr(view, "returns_to", None)

@@ -24,6 +24,7 @@ from dynabench_site.env import (
     env_str,
     env_url,
 )
+from zoo.serving import BACKENDS
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var", base=BASE_DIR)
@@ -111,8 +112,8 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # which /healthz reads as "workers seen recently".
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
 
-# Models
-MODEL_BACKEND = env_choice("MODEL_BACKEND", "inprocess", ["inprocess", "torchserve"])
+# Models: MODEL_BACKEND names one of the model library's backends (zoo.serving.BACKENDS)
+MODEL_BACKEND = env_choice("MODEL_BACKEND", "inprocess", list(BACKENDS))
 TORCHSERVE_URL = env_url("TORCHSERVE_URL", "http://127.0.0.1:8080", ["http", "https"])
 TORCHSERVE_MANAGEMENT_URL = env_url("TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", ["http", "https"])
 # TorchServe's token auth: the key_file.json it writes (compose shares it through a volume). Unset: auth is off.

@@ -5,7 +5,7 @@ Scorer protocol — what `seed_round` and `score_inputs` call:
     labels: Sequence[str]                                  # the label names, in probability column order
     predict_proba(inputs: Sequence[Mapping[str, str]]) -> np.ndarray   # (n, len(labels)), rows sum to 1
 
-`inputs` are the task kind's model inputs ({"text": ..., "text_pair"?: ...}, as in modelzoo/types.py).
+`inputs` are the task kind's model inputs ({"text": ..., "text_pair"?: ...}, as in zoo/types.py).
 A scorer that also exposes its linear head (`head: nn.Linear`) and `features(inputs) -> (n, d)` (the head's
 input h) is a `FeatureScorer` and supports the closed-form `gradnorm` as well. A bare callable
 `inputs -> probs` is accepted too, through `as_scorer(fn, labels)`.

@@ -100,7 +100,7 @@ def weak_encoder(name: str | None = None, seed: int = 0):
     sharing its vocabulary (the pipeline's `encoder: "tiny"` option, for tests)."""
     import torch
 
-    from modelzoo.encoder import load_encoder, load_tokenizer, tiny_config
+    from zoo.encoder import load_encoder, load_tokenizer, tiny_config
 
     if name == "tiny":
         from transformers import BertModel

@@ -118,7 +118,7 @@ def span_batches(tokenizer, inputs: Sequence[Mapping[str, str]], targets: Sequen
                  batch_size: int, max_length: int = SPAN_MAX_LENGTH) -> list[_SpanBatch]:
     """(question, passage) pairs tokenised as the QA head does (passage truncated, never the question), with the
     gold span's token positions ([CLS] when the answer was truncated away); length-sorted, padded per batch."""
-    from modelzoo.heads import get_head  # the QA head's tokenisation and span mapping (read-only use)
+    from zoo.heads import get_head  # the QA head's tokenisation and span mapping (read-only use)
 
     head = get_head("qa")
     feats = head.features(tokenizer, [_Example(dict(i), t) for i, t in zip(inputs, targets, strict=True)], [],

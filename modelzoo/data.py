@@ -1,4 +1,4 @@
-"""Labelled sets for training and evaluation, and the two sources the model zoo reads itself.
+"""The two sources of labelled sets (`zoo.data.LabelledSet`) the model zoo reads itself.
 
 The model zoo trains and evaluates on ready `LabelledSet`s; it never decides which collected examples
 form a set. Sets of collected examples (a round's train or test split) are built by the round pipeline
@@ -11,31 +11,14 @@ that was not written on the platform:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dynabench_site.errors import InvalidInput
 from tasks.importing import ImportFailed, ImportReport, ImportSpec, parse_rows, read_jsonl
 from tasks.models import LabeledItem, Task
+from zoo.data import LabelledSet
 
-
-@dataclass
-class LabelledSet:
-    name: str
-    inputs: list[dict[str, str]] = field(default_factory=list)
-    targets: list[Any] = field(default_factory=list)
-    keys: list[str] = field(default_factory=list)  # content keys: the lineage fingerprint
-
-    def add(self, model_input: dict[str, str], target: Any, key: str) -> None:
-        self.inputs.append(model_input)
-        self.targets.append(target)
-        self.keys.append(key)
-
-    def extend(self, other: LabelledSet) -> LabelledSet:
-        for i, t, k in zip(other.inputs, other.targets, other.keys, strict=True):
-            self.add(i, t, k)
-        return self
+__all__ = ["LabelledSet", "UnknownDataset", "from_lines", "jsonl", "labeled_items", "load", "training_set"]
 
 
 class UnknownDataset(InvalidInput, ValueError):

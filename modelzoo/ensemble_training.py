@@ -1,9 +1,9 @@
-"""Training a whole ensemble (one model version per seed) with a recipe (`modelzoo.recipes`): the demo models
+"""Training a whole ensemble (one model version per seed) with a recipe (`zoo.recipes`): the demo models
 and the round pipeline's retraining both come here.
 
 - ``cached-top`` (default): the frozen lower layers run once for every member; the members train their top
   block(s) on the cache, one after another, with early stopping on a dev split carved from the train data.
-- ``full``: today's recipe (`modelzoo.training.train` per seed, every layer, fixed epochs), for comparison.
+- ``full``: today's recipe (`zoo.training.train` per seed, every layer, fixed epochs), for comparison.
 
 Every member is a `ModelVersion` in status *training* from the start, with its progress on the row (the task
 page shows it); on success each becomes *ready*, on failure *failed*. With `reuse`, a member whose data and
@@ -19,12 +19,13 @@ from typing import Any
 
 from django.conf import settings
 
-from modelzoo import data, recipes, services
-from modelzoo.heads import get_head
+from modelzoo import data, services
 from modelzoo.models import ModelVersion
-from modelzoo.recipes import CACHED_TOP, FULL, RECIPES, RecipeSpec
-from modelzoo.training import Progress, TrainExample
 from tasks.models import payload_hash
+from zoo import recipes
+from zoo.heads import get_head
+from zoo.recipes import CACHED_TOP, FULL, RECIPES, RecipeSpec
+from zoo.training import Progress, TrainExample
 
 Status = ModelVersion.Status
 

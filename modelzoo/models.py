@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from modelzoo.heads import head_choices
+from zoo.heads import head_choices
 
 
 class ModelVersion(models.Model):
@@ -26,7 +26,7 @@ class ModelVersion(models.Model):
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="model_versions")
     version = models.PositiveIntegerField(help_text="per task, counting up")
     name = models.CharField(max_length=100)
-    head = models.CharField(max_length=20, choices=head_choices())  # a registered head (modelzoo.heads)
+    head = models.CharField(max_length=20, choices=head_choices())  # a registered head (zoo.heads)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.TRAINING)
     artifact = models.CharField(max_length=500, blank=True, default="", help_text="folder, relative to MODEL_STORE")
     fingerprint = models.CharField(max_length=64, blank=True, default="", help_text="data + settings; reuse key")
@@ -62,6 +62,7 @@ class Ensemble(models.Model):
     """The models in the loop for a round. One active ensemble per round; old ones are kept as history."""
 
     round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="ensembles")
+    # The strategies are in zoo.aggregation; the help text is kept as migrated (no migration for a moved module).
     strategy = models.CharField(max_length=40, help_text="aggregation strategy (modelzoo.aggregation)")
     active = models.BooleanField(default=True)
     members = models.ManyToManyField(ModelVersion, through="EnsembleMember", related_name="ensembles")

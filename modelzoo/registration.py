@@ -1,13 +1,14 @@
-"""Eager, idempotent registration of the deployed ensembles on TorchServe.
+"""Eager, idempotent registration of the deployed ensembles on the model backend.
 
-A round's ensemble becomes one TorchServe model (`modelzoo.serving.torchserve.ensemble_name`). It is
-registered:
+A round's ensemble is made ready to serve by the backend (`Backend.register`: on TorchServe, one model per
+ensemble). It is registered:
 - when it is deployed (`services.deploy_ensemble` calls the backend's `prepare`, and the receiver below
   answers `modelzoo.signals.ensemble_deployed`);
-- when TorchServe starts: `manage.py torchserve_register` registers every open round's ensemble (TorchServe
+- when the model server starts: `manage.py torchserve_register` registers every open round's ensemble (TorchServe
   forgets its models when it stops: it runs with `--ncs`).
-Never while scoring: a model TorchServe does not know answers a retryable error and the job is retried.
+Never while scoring: a model the server does not know answers a retryable error and the job is retried.
 Every step is idempotent (an archive already built is reused; a 409 "already registered" is success).
+This module asks the backend only through its contract (`zoo.serving.base.Backend`) and never names one.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from django.conf import settings
-
 from modelzoo.models import Ensemble, ModelVersion
-from modelzoo.serving import ModelRef, get_backend
-from modelzoo.types import BackendError
+from modelzoo.serving import get_backend
+from zoo.serving import Backend, ModelRef
+from zoo.types import BackendError
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class Registered:
     round: str
-    model: str  # the TorchServe model that serves the ensemble
+    model: str  # what the backend serves the ensemble under (on TorchServe: its model)
     members: list[str]
 
 
@@ -37,45 +37,37 @@ def open_round_ensembles() -> list[Ensemble]:
                 .select_related("round__task").order_by("round__task__slug", "round__number"))
 
 
-def register_ensemble(versions: list[ModelVersion], round_label: str = "") -> Registered:
-    """Register one ensemble on TorchServe (whatever MODEL_BACKEND says) and wait until it serves."""
-    backend = get_backend("torchserve")
+def register_ensemble(versions: list[ModelVersion], round_label: str = "", backend: Backend | None = None) -> Registered:
+    """Register one ensemble on `backend` (default: the configured one) and wait until it serves."""
+    backend = backend or get_backend()
     name = backend.register([ModelRef.of(v) for v in versions])
     return Registered(round_label, name, [v.name for v in versions])
 
 
-def register_open_rounds() -> tuple[list[Registered], list[tuple[str, BackendError]]]:
+def register_open_rounds(backend: Backend | None = None) -> tuple[list[Registered], list[tuple[str, BackendError]]]:
     """Register every open round's ensemble; returns (registered, failures) and keeps going after a failure."""
     done, failed = [], []
     for ensemble in open_round_ensembles():
         label = str(ensemble.round)
         try:
-            done.append(register_ensemble(ensemble.ordered_members(), label))
+            done.append(register_ensemble(ensemble.ordered_members(), label, backend))
         except BackendError as exc:
             failed.append((label, exc))
     return done, failed
 
 
-def prune(keep: set[str]) -> list[str]:
-    """Unregister the ensemble models TorchServe holds that are not in `keep` (ensembles replaced since)."""
-    from modelzoo.serving.torchserve import ensemble_ids
-
-    backend = get_backend("torchserve")
-    dropped = [name for name in backend.client.models() if ensemble_ids(name) is not None and name not in keep]
-    for name in dropped:
-        backend.unregister(name)
-    return dropped
+def prune(keep: set[str], backend: Backend | None = None) -> list[str]:
+    """Release the ensembles the backend serves that are not in `keep` (ensembles replaced since)."""
+    return (backend or get_backend()).prune(keep)
 
 
 def on_ensemble_deployed(sender, round, versions, **kwargs) -> None:  # noqa: A002 - the signal's argument name
-    """Register a newly deployed ensemble at once when TorchServe serves the models. TorchServe being down is
-    logged, not raised: `manage.py torchserve_register` registers it when TorchServe starts."""
-    if settings.MODEL_BACKEND != "torchserve":
-        return
+    """Register a newly deployed ensemble at once. A model server that is down is logged, not raised:
+    `manage.py torchserve_register` registers it when the server starts."""
     try:
         registered = register_ensemble(list(versions), str(round))
     except BackendError as exc:
-        log.warning("could not register the ensemble of %s on TorchServe now (%s); `manage.py "
-                    "torchserve_register` registers it when TorchServe is up", round, exc)
+        log.warning("could not register the ensemble of %s on the model backend now (%s); `manage.py "
+                    "torchserve_register` registers it when the model server is up", round, exc)
         return
-    log.info("%s: ensemble registered on TorchServe as %s", round, registered.model)
+    log.info("%s: ensemble registered on the model backend as %s", round, registered.model)

@@ -15,16 +15,17 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from dynabench_site.errors import Conflict
-from modelzoo import data, training
-from modelzoo.aggregation import get_strategy
-from modelzoo.explain import DEFAULT_METHOD, METHODS
-from modelzoo.heads import get_head
+from modelzoo import data
 from modelzoo.models import Ensemble, EnsembleMember, Evaluation, ModelVersion
-from modelzoo.runtime import ZOO_FILE, read_meta
 from modelzoo.serving import ModelRef, get_backend
-from modelzoo.training import Progress, TrainExample, TrainSpec
-from modelzoo.types import BackendError, ModelPrediction, NoEnsembleYet, RoundVerdict
 from tasks.models import payload_hash
+from zoo import training
+from zoo.aggregation import get_strategy
+from zoo.explain import DEFAULT_METHOD, METHODS
+from zoo.heads import get_head
+from zoo.runtime import ZOO_FILE, read_meta
+from zoo.training import Progress, TrainExample, TrainSpec
+from zoo.types import BackendError, ModelPrediction, NoEnsembleYet, RoundVerdict
 
 log = logging.getLogger(__name__)
 Status = ModelVersion.Status

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from django.conf import settings
 
-from modelzoo import encoder, services, training
-from modelzoo.heads import get_head
+from modelzoo import services
 from modelzoo.models import Ensemble, ModelVersion
+from zoo import encoder, training
+from zoo.heads import get_head
 
 
 def tiny_artifact(out_dir: Path | str, head: str, labels: list[str] | None = None, seed: int = 0) -> Path:

@@ -4,8 +4,8 @@ from django.apps import AppConfig
 
 
 def _evaluate_deployed(sender, round, versions, **kwargs) -> None:  # noqa: A002 - the signal's argument name
-    from modelzoo.types import BackendError
     from rounds.evaluation import evaluate_round_ensemble
+    from zoo.types import BackendError
 
     try:
         evaluate_round_ensemble(round, log=lambda _m: None)

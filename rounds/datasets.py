@@ -1,7 +1,7 @@
 """The labelled sets the round pipeline hands the model zoo, built from what the dataset export decides.
 
 `exports.splits` owns which examples form each round's train, dev and test split; this module only turns
-those rows into `modelzoo.data.LabelledSet`s:
+those rows into `zoo.data.LabelledSet`s:
 
   training         the imported train items, plus every round's train split (exactly the export's rows)
   "round-<n>/test"  round n's test split (exactly the export's rows)
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from exports import splits
 from modelzoo import data
-from modelzoo.data import LabelledSet
 from tasks.models import LabeledItem, Round, Task, payload_hash
+from zoo.data import LabelledSet
 
 BASE_TEST = "*/test"
 

@@ -12,16 +12,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelzoo.aggregation import get_strategy
-from modelzoo.data import LabelledSet
-from modelzoo.heads import get_head
 from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
 from modelzoo.services import predict_with
 from modelzoo.serving import ModelRef, get_backend
-from modelzoo.types import BackendError
 from rounds import datasets
 from rounds.models import ResearcherModel
 from tasks.models import Round, Task
+from zoo.aggregation import get_strategy
+from zoo.data import LabelledSet
+from zoo.heads import get_head
+from zoo.types import BackendError
 
 Log = Callable[[str], None]
 Progress = Callable[[float, str], None]
@@ -77,7 +77,7 @@ class PredictionCache:
     def prefetch(self, versions: Sequence[ModelVersion], labelled: LabelledSet, batch_size: int = 32) -> None:
         """Predict the models among `versions` that have the same head together, in one backend call per batch:
         members that share a frozen trunk (cached-top, found by the backend comparing their tensors:
-        `modelzoo.trunk`) run it once per batch. Each model is charged an equal share of the time."""
+        `zoo.trunk`) run it once per batch. Each model is charged an equal share of the time."""
         if getattr(get_backend(), "name", "") != "inprocess" or not labelled.inputs:
             return
         groups: dict[str, list[ModelVersion]] = {}

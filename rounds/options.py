@@ -18,7 +18,7 @@ class PipelineOptions(BaseModel):
     epochs: int = Field(2, ge=1, le=20)
     batch_size: int = Field(16, ge=1, le=256)
     recipe: Literal["cached-top", "full"] = Field(
-        "cached-top", description='training recipe (modelzoo.recipes): "cached-top" (frozen lower layers encoded '
+        "cached-top", description='training recipe (zoo.recipes): "cached-top" (frozen lower layers encoded '
         'once, top blocks per seed, early stopping) or "full" (every layer, `epochs` passes)')
     encoder: str | None = Field(None, description='None: the pretrained encoder; "tiny": a small random one (tests)')
     k: int | None = Field(None, ge=0, le=10000, description="hardness seeds per label; None: the task's seeding.k_per_label")

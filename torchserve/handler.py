@@ -1,8 +1,8 @@
 """TorchServe handler for model-zoo archives (classification and QA; predictions and explanations).
 
-An ensemble archive (modelzoo/archive.py `build_ensemble_archive`) holds every member of a round's ensemble
-(`members/<i>/`: weights, config, tokenizer, zoo.json; `ensemble.json` names them in order) and the zoo's
-serving code as a `modelzoo` package, so TorchServe runs the very code the in-process backend runs, and one
+An ensemble archive (zoo/archive.py `build_ensemble_archive`) holds every member of a round's ensemble
+(`members/<i>/`: weights, config, tokenizer, zoo.json; `ensemble.json` names them in order) and the model
+library whole (the `zoo` package), so TorchServe runs the very code the in-process backend runs, and one
 worker process (one Python runtime, one tokenizer shared by members whose tokenizer files are the same)
 answers all members in one request. A single-model archive (`build_mar`) is served as an ensemble of one.
 No Django here or in what it imports.
@@ -13,12 +13,12 @@ Requests (JSON):
   POST /explanations/<model>  {"input": model_input, "method": ..., "target": ..., "member": i}
         -> that member's explanation (runtime.Predictor.explain)
   POST /explanations/<model>  {"input": model_input, "method": ..., "target": ..., "ensemble": true, "members": [...]?}
-        -> modelzoo.explain.explain_ensemble(predictors, ...) (when the packed serving code has it)
+        -> zoo.explain.explain_ensemble(predictors, ...) (when the packed serving code has it)
 `members` (indices into ensemble.json, default all) lets a caller ask part of the ensemble (evaluating one
 member). Requests that TorchServe batches together are answered with one forward pass per member; members
 run in parallel threads (ZOO_MEMBER_THREADS, default min(members, CPUs)), one torch thread each.
 Members that share a frozen trunk (the cached-top recipe's: bit-identical embeddings and lower layers, found at
-load by comparing the tensors, `modelzoo.trunk`) run it once per batch, then their own top layers and heads in
+load by comparing the tensors, `zoo.trunk`) run it once per batch, then their own top layers and heads in
 those threads; `"share_trunk": false` in ensemble.json or ZOO_SHARE_TRUNK=0 turns that off.
 """
 
@@ -45,14 +45,10 @@ class ZooHandler(BaseHandler):
         model_dir = context.system_properties["model_dir"]
         if model_dir not in sys.path:
             sys.path.insert(0, model_dir)
-        # Importable only now: the archive's own modelzoo package sits in model_dir.
-        from modelzoo import explain as zoo_explain
-        from modelzoo.runtime import Predictor, configure_threads, load_model, read_meta
-
-        try:  # archives built before trunk sharing have no modelzoo.trunk (the handler is packed with them)
-            from modelzoo.trunk import SharedEnsemble, sharing_enabled
-        except ImportError:
-            SharedEnsemble = sharing_enabled = None  # noqa: N806
+        # Importable only now: the archive's own copy of the library (`zoo/`) sits in model_dir.
+        from zoo import explain as zoo_explain
+        from zoo.runtime import Predictor, configure_threads, load_model, read_meta
+        from zoo.trunk import SharedEnsemble, sharing_enabled
 
         configure_threads()  # ZOO_TORCH_THREADS, default 1: parallelism comes from members and workers
         _limit_malloc_arenas()
@@ -70,8 +66,7 @@ class ZooHandler(BaseHandler):
             meta = read_meta(folder)
             self.predictors.append(Predictor(load_model(folder, meta["head"]), tokenizers[key], meta))
             self.member_ids.append(member.get("id"))
-        self.ensemble = (SharedEnsemble(self.predictors, share=share and sharing_enabled())
-                         if SharedEnsemble is not None else None)
+        self.ensemble = SharedEnsemble(self.predictors, share=share and sharing_enabled())
         wanted = int(os.environ.get("ZOO_MEMBER_THREADS", "0")) or min(len(self.predictors), os.cpu_count() or 1)
         self.pool = ThreadPoolExecutor(max_workers=max(1, wanted), thread_name_prefix="member") if wanted > 1 else None
         if self.ensemble is not None:

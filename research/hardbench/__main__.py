@@ -14,8 +14,8 @@ from pathlib import Path
 import torch
 from django.conf import settings
 
-from modelzoo.encoder import load_encoder, load_tokenizer
 from research.hardbench import HardbenchConfig, run
+from zoo.encoder import load_encoder, load_tokenizer
 
 
 def _ints(value: str) -> list[int]:

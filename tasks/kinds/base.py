@@ -137,7 +137,7 @@ class TaskConfig(_Strict):
     max_input_chars: int = Field(500, ge=1, le=20000)
     sampling: Literal["least_used", "hardness_first", "uniform"] = "hardness_first"
     submission_rate: str = "30/min"
-    # How the verdict's word map is made (modelzoo.explain): word occlusion over the ensemble (faithful by
+    # How the verdict's word map is made (zoo.explain): word occlusion over the ensemble (faithful by
     # construction), or the gradient methods input x gradient / integrated gradients.
     explanation_method: Literal["occlusion", "input_x_gradient", "integrated_gradients"] = "occlusion"
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
@@ -188,7 +188,7 @@ class TaskKind(ABC):
 
     name: ClassVar[str]
     label: ClassVar[str]
-    # The model head its models have, by name (a head spec in modelzoo.heads; tasks never imports the zoo).
+    # The model head its models have, by name (a head spec in zoo.heads; tasks never imports the zoo).
     head: ClassVar[str]
     # What a target is: one label of the task's label set, or a span of the context ({"text", "start"}).
     target_is_label: ClassVar[bool] = True

@@ -7,9 +7,9 @@ from django.core.management import call_command
 
 from annotation import jobs, scoring
 from annotation.models import Example
-from modelzoo.serving.torchserve import TorchServeBackend, TorchServeError
 from tests.annotation.conftest import nli_body, qa_body, sentiment_body
 from tests.factories import ContextFactory
+from zoo.serving.torchserve import TorchServeBackend, TorchServeError
 
 # on_commit must fire for the scoring job to run, so these tests commit for real.
 pytestmark = pytest.mark.django_db(transaction=True)

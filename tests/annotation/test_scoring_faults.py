@@ -9,9 +9,9 @@ from django.test import Client
 
 from annotation import jobs, scoring
 from annotation.models import Example
-from modelzoo.serving.torchserve import TorchServeError
 from tests.annotation.conftest import closed_port, sentiment_body
 from tests.factories import UserFactory
+from zoo.serving.torchserve import TorchServeError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from annotation import scoring
 from annotation.models import Example
-from modelzoo.types import BackendError
 from tests.annotation.conftest import sentiment_body
+from zoo.types import BackendError
 
 # on_commit must fire for the scoring and map jobs to run, so these tests commit for real.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,7 +17,7 @@ def one_torch_thread():
 
 @pytest.fixture(scope="session")
 def tokenizer():
-    from modelzoo.encoder import load_tokenizer
+    from zoo.encoder import load_tokenizer
 
     return load_tokenizer()
 
@@ -27,7 +27,7 @@ def tiny_encoder():
     """A tiny randomly initialised BERT sharing the real tokenizer's vocabulary (fast)."""
     from transformers import BertModel
 
-    from modelzoo.encoder import tiny_config
+    from zoo.encoder import tiny_config
 
     torch.manual_seed(0)
     return BertModel(tiny_config()).eval()

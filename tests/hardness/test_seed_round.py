@@ -94,9 +94,9 @@ def test_head_scorer_supports_gradnorm_seeding(pool, tiny_encoder, tokenizer, ss
 
 
 def test_without_a_scorer_seeding_fits_the_weak_scorer_on_the_items(pool, tiny_encoder, monkeypatch):
-    import modelzoo.encoder
+    import zoo.encoder
 
-    monkeypatch.setattr(modelzoo.encoder, "load_encoder", lambda: tiny_encoder)
+    monkeypatch.setattr(zoo.encoder, "load_encoder", lambda: tiny_encoder)
     rnd = RoundFactory(task=pool, number=1)
     result = seed_round(pool, rnd, 2)
     assert result.items_seeded == 4 and result.items_scored == 48

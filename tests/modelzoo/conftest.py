@@ -41,8 +41,8 @@ def trained_sentiment(tmp_path_factory):
 
     from django.conf import settings as django_settings
 
-    from modelzoo import training
-    from modelzoo.runtime import Predictor
+    from zoo import training
+    from zoo.runtime import Predictor
 
     path = Path(django_settings.DATA_DIR) / "sst2" / "train.jsonl"
     if not path.is_file():
@@ -71,7 +71,7 @@ def sst2_dev(tmp_path_factory) -> list[dict]:
 def torchserve(tmp_path_factory):
     """One real TorchServe for the session, logging to a file, under /tmp/torchserve.lock (one TorchServe per
     host: its worker sockets have fixed names); stopped at the end whatever happens."""
-    from modelzoo.torchserve_ctl import LocalTorchServe, free_ports
+    from zoo.torchserve_ctl import LocalTorchServe, free_ports
 
     if not shutil.which("java"):
         pytest.fail("java is not installed; TorchServe needs it")

@@ -1,6 +1,6 @@
 import pytest
 
-from modelzoo.aggregation import STRATEGIES, best_mean_span, get_strategy, majority_vote, mean_probs
+from zoo.aggregation import STRATEGIES, best_mean_span, get_strategy, majority_vote, mean_probs
 
 
 def cls(label, **probs):

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_pretrained_encoder_loads_with_the_hub_offline(tmp_path):
     """A fresh interpreter with HF_HUB_OFFLINE=1 and an empty HF cache loads weights and tokenizer."""
     script = (
-        "from modelzoo.encoder import encoder_path, load_encoder, load_tokenizer\n"
+        "from zoo.encoder import encoder_path, load_encoder, load_tokenizer\n"
         "import torch\n"
         "model, tok = load_encoder(), load_tokenizer()\n"
         "out = model(**tok(['offline works'], return_tensors='pt')).last_hidden_state\n"
@@ -29,7 +29,7 @@ def test_the_pretrained_encoder_loads_with_the_hub_offline(tmp_path):
 
 
 def test_the_tiny_test_encoder_shares_the_real_vocabulary():
-    from modelzoo.encoder import load_tokenizer, tiny_config
+    from zoo.encoder import load_tokenizer, tiny_config
 
     assert tiny_config().vocab_size == load_tokenizer().vocab_size
     assert tiny_config().hidden_size == 32

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from modelzoo.explain import explain_ensemble
-from modelzoo.faithfulness import comprehensiveness, held_out_sentences
+from zoo.explain import explain_ensemble
+from zoo.faithfulness import comprehensiveness, held_out_sentences
 
 pytestmark = pytest.mark.integration
 

@@ -7,13 +7,13 @@ import contextlib
 import pytest
 import torch
 
-from modelzoo import explain, precision
-from modelzoo.heads import get_head
-from modelzoo.heads.qa import best_spans
-from modelzoo.runtime import Predictor
-from modelzoo.serving.base import Backend, ModelRef
-from modelzoo.serving.inprocess import InProcessBackend
 from modelzoo.testing import tiny_artifact
+from zoo import explain, precision
+from zoo.heads import get_head
+from zoo.heads.qa import best_spans
+from zoo.runtime import Predictor
+from zoo.serving.base import Backend, ModelRef
+from zoo.serving.inprocess import InProcessBackend
 
 LABELS = ["negative", "neutral", "positive"]
 TEXT = "The plot's twists aren't earned, sadly."

@@ -1,8 +1,8 @@
 import pytest
 
-from modelzoo.explain import ig_steps, merge_words, normalise
-from modelzoo.runtime import Predictor
 from modelzoo.testing import tiny_artifact
+from zoo.explain import ig_steps, merge_words, normalise
+from zoo.runtime import Predictor
 
 
 @pytest.fixture(scope="module")

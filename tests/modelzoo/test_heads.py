@@ -2,14 +2,14 @@
 
 import pytest
 
-from modelzoo import aggregation
-from modelzoo.encoder import load_tokenizer
-from modelzoo.heads import HEADS, get_head
 from modelzoo.models import ModelVersion
-from modelzoo.runtime import Predictor
 from modelzoo.testing import tiny_artifact
-from modelzoo.training import TrainExample
 from tasks.kinds import KINDS
+from zoo import aggregation
+from zoo.encoder import load_tokenizer
+from zoo.heads import HEADS, get_head
+from zoo.runtime import Predictor
+from zoo.training import TrainExample
 
 PASSAGE = "The Eiffel Tower was completed in 1889 and it stands in Paris, France."
 

@@ -3,12 +3,12 @@ from pathlib import Path
 
 import pytest
 
-from modelzoo.runtime import Predictor
 from modelzoo.serving import get_backend, make_backend, reset_backends
-from modelzoo.serving.base import ModelRef
-from modelzoo.serving.inprocess import InProcessBackend
 from modelzoo.testing import tiny_artifact
-from modelzoo.types import BackendError
+from zoo.runtime import Predictor
+from zoo.serving.base import ModelRef
+from zoo.serving.inprocess import InProcessBackend
+from zoo.types import BackendError
 
 TEXTS = [{"text": f"sentence {i} is {'good' if i % 2 else 'bad'}"} for i in range(12)]
 

@@ -2,7 +2,7 @@ import pytest
 
 from modelzoo import services
 from modelzoo.testing import deploy_tiny_ensemble
-from modelzoo.types import BackendError
+from zoo.types import BackendError
 
 
 def test_round_without_ensemble_raises_a_retryable_error(open_round):

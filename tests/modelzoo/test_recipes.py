@@ -1,15 +1,16 @@
-"""The cached-top training recipe (modelzoo.recipes) and the ensemble service over it, with the tiny encoder."""
+"""The cached-top training recipe (zoo.recipes) and the ensemble service over it, with the tiny encoder."""
 
 import json
 
 import pytest
 from safetensors.torch import load_file
 
-from modelzoo import data, ensemble_training, recipes
+from modelzoo import data, ensemble_training
 from modelzoo.models import ModelVersion
-from modelzoo.runtime import Predictor
 from modelzoo.services import predict_with
-from modelzoo.training import TrainExample
+from zoo import recipes
+from zoo.runtime import Predictor
+from zoo.training import TrainExample
 
 LABELS = ["negative", "positive"]
 GOOD = ["wonderful", "superb", "lovely", "brilliant"]
@@ -181,7 +182,7 @@ def test_the_recipe_with_the_real_encoder_beats_chance_on_sst2_dev(db, data_dir,
 
 
 def test_bfloat16_training_learns_and_saves_a_float32_member(tmp_path, monkeypatch):
-    monkeypatch.setattr("modelzoo.precision.native_bf16", lambda: True)  # as on a CPU with AMX
+    monkeypatch.setattr("zoo.precision.native_bf16", lambda: True)  # as on a CPU with AMX
     spec = tiny(bf16=True)
     assert recipes.training_dtype(spec) is recipes.torch.bfloat16
     recipes.train_ensemble(toy_rows(96), spec, [tmp_path / "a"], [0])
@@ -191,7 +192,7 @@ def test_bfloat16_training_learns_and_saves_a_float32_member(tmp_path, monkeypat
 
 
 def test_bfloat16_training_falls_back_to_float32_where_the_cpu_would_emulate_it(monkeypatch):
-    monkeypatch.setattr("modelzoo.precision.native_bf16", lambda: False)
+    monkeypatch.setattr("zoo.precision.native_bf16", lambda: False)
     assert recipes.training_dtype(tiny(bf16=True)) is None
     assert recipes.training_dtype(tiny()) is None
 

@@ -1,14 +1,15 @@
 """What makes closing a round fast without changing its results: length-bucketed training batches, and the
-members' shared frozen layers run once when an ensemble is evaluated (modelzoo.recipes, rounds.evaluation; the
+members' shared frozen layers run once when an ensemble is evaluated (zoo.recipes, rounds.evaluation; the
 sharing itself, and its refusal for members that differ, is tested in test_trunk_sharing.py)."""
 
 import torch
 
-from modelzoo import data, ensemble_training, recipes
-from modelzoo.runtime import Predictor
-from modelzoo.training import TrainExample
+from modelzoo import data, ensemble_training
 from rounds import evaluation
 from tests.modelzoo.test_recipes import LABELS, tiny, toy_rows
+from zoo import recipes
+from zoo.runtime import Predictor
+from zoo.training import TrainExample
 
 
 def varied_rows(n: int) -> list[TrainExample]:

@@ -9,15 +9,15 @@ from django.core.management import call_command
 
 from annotation.models import Example
 from annotation.scoring import ScoringDeferred, score_example
-from modelzoo import explain as zoo_explain
-from modelzoo.runtime import Predictor
 from modelzoo.serving import get_backend, reset_backends
-from modelzoo.serving.base import ModelRef
-from modelzoo.serving.inprocess import InProcessBackend
-from modelzoo.serving.torchserve import TorchServeBackend, TorchServeError, ensemble_name
 from modelzoo.signals import ensemble_deployed
 from modelzoo.testing import tiny_artifact, tiny_model
 from tests.factories import ExampleFactory, RoundFactory, TaskFactory
+from zoo import explain as zoo_explain
+from zoo.runtime import Predictor
+from zoo.serving.base import ModelRef
+from zoo.serving.inprocess import InProcessBackend
+from zoo.serving.torchserve import TorchServeBackend, TorchServeError, ensemble_name
 
 pytestmark = pytest.mark.integration
 TEXTS = [{"text": "A gentle, funny film that never overstays its welcome."}, {"text": "Dull. Utterly, painfully dull!"},
@@ -165,8 +165,8 @@ def test_members_registered_apart_are_asked_apart_and_nothing_is_registered(torc
 
 def test_members_that_share_a_frozen_trunk_answer_as_separate_forwards_would(torchserve, tmp_path_factory):
     """Three cached-top members (one trunk in the worker) and a fully fine-tuned one (its own forward)."""
-    from modelzoo.runtime import ensemble
     from tests.modelzoo.trunks import member_artifacts
+    from zoo.runtime import ensemble
 
     paths = member_artifacts(tmp_path_factory.mktemp("trunk"), "classification", ["pos", "neg"], members=4, full=(3,))
     refs = [ModelRef(200 + i, f"trunk-{i}", f"trunk-test-v{i}", "classification", p) for i, p in enumerate(paths)]

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from modelzoo.serving.base import ModelRef
-from modelzoo.serving.torchserve import TorchServeBackend, TorchServeClient, TorchServeError
-from modelzoo.types import BackendError
+from zoo.serving.base import ModelRef
+from zoo.serving.torchserve import TorchServeBackend, TorchServeClient, TorchServeError
+from zoo.types import BackendError
 
 REF = ModelRef(1, "m", "sentiment-v1", "classification", Path("/nonexistent"))
 
@@ -100,7 +100,7 @@ def test_deploying_while_torchserve_is_down_leaves_registration_to_its_start(cap
 
 
 def test_ensemble_names_carry_the_task_and_the_member_ids_in_order():
-    from modelzoo.serving.torchserve import ensemble_ids, ensemble_name
+    from zoo.serving.torchserve import ensemble_ids, ensemble_name
 
     refs = [ModelRef(i, f"m{i}", f"hate-speech-v{i}", "classification", Path("/x")) for i in (12, 4, 9)]
     assert ensemble_name(refs) == "hate-speech-ens-12-4-9"

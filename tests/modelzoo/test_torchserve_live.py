@@ -6,11 +6,11 @@ import pytest
 
 from modelzoo import services
 from modelzoo.serving import reset_backends
-from modelzoo.serving.base import ModelRef
-from modelzoo.serving.inprocess import InProcessBackend
-from modelzoo.serving.torchserve import TorchServeBackend, ensemble_ids, ensemble_name
 from modelzoo.signals import ensemble_deployed
 from modelzoo.testing import deploy_tiny_ensemble, tiny_artifact
+from zoo.serving.base import ModelRef
+from zoo.serving.inprocess import InProcessBackend
+from zoo.serving.torchserve import TorchServeBackend, ensemble_ids, ensemble_name
 
 pytestmark = pytest.mark.integration
 PASSAGE = "The Eiffel Tower was completed in 1889 and it stands in Paris, France."

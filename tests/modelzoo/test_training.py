@@ -6,8 +6,8 @@ from safetensors.torch import load_file
 
 from modelzoo import data, services
 from modelzoo.models import ModelVersion
-from modelzoo.training import TrainExample, TrainSpec, train
 from tests.factories import ExampleFactory, LabeledItemFactory, TaskFactory
+from zoo.training import TrainExample, TrainSpec, train
 
 TINY = {"encoder": "tiny", "epochs": 1, "lr": 1e-3, "max_length": 32}
 ROWS = [TrainExample({"text": f"{word} film number {i}"}, label)

@@ -1,4 +1,4 @@
-"""Members that share a frozen trunk compute it once (modelzoo.trunk): found by comparing tensors, the same
+"""Members that share a frozen trunk compute it once (zoo.trunk): found by comparing tensors, the same
 numbers as separate forwards (predictions and occlusion maps), and a separate forward for members that share
 nothing (a fully fine-tuned member, an upload)."""
 
@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from modelzoo import explain, recipes, trunk
-from modelzoo.runtime import Predictor, ensemble
-from modelzoo.serving.base import ModelRef
-from modelzoo.serving.inprocess import InProcessBackend
-from modelzoo.training import TrainExample
 from tests.modelzoo.trunks import member_artifacts
+from zoo import explain, recipes, trunk
+from zoo.runtime import Predictor, ensemble
+from zoo.serving.base import ModelRef
+from zoo.serving.inprocess import InProcessBackend
+from zoo.training import TrainExample
 
 LABELS = ["negative", "neutral", "positive"]
 # maps are compared with separate forward passes to float precision: occlusion batches in float32 here

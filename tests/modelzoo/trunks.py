@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from modelzoo import encoder, training
-from modelzoo.heads import get_head
+from zoo import encoder, training
+from zoo.heads import get_head
 
 
 def _shake(parameters, generator: torch.Generator, std: float) -> None:

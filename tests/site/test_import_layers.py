@@ -1,6 +1,8 @@
 """The import direction between apps, checked over the source (every import, in-function ones included).
 
 Layers, bottom to top:
+    zoo                            — the model library (torch, transformers): imports no Django, no app, not
+                                     the kernel; what TorchServe runs, packed whole into every archive
     dynabench_site kernel (errors, env, jobs, celery, settings)  — imports no app
     accounts                       — where an account came from (sign-up address, external worker id)
     tasks                          — tasks, rounds-as-data, kinds, roles (global and per task), guidelines
@@ -11,7 +13,8 @@ Layers, bottom to top:
                                      links, pay, badges), which never sees models or datasets
     rounds                         — the round pipeline that ties them together
     research, dynabench_site urls/api/pages — on top; no app imports research
-The TorchServe handler runs inside TorchServe without Django: neither it nor anything it imports may import Django.
+The TorchServe handler runs inside TorchServe without Django: neither it nor anything it imports may import Django,
+and it imports the model library alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ["accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
         "torchserve"]
+LIBRARY = "zoo"  # below every app and the kernel
+DJANGO = ("django", "rest_framework", "celery", "kombu", "channels")
 KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", "dynabench_site.celery",
           "dynabench_site.settings", "dynabench_site.throttles", "dynabench_site.bodylimit", "dynabench_site.parsers",
           "dynabench_site.params", "dynabench_site.csvsafe", "dynabench_site.text", "dynabench_site.rendering",
@@ -39,8 +44,8 @@ FORBIDDEN = {
     "exports": {"modelzoo", "hardness", "crowd", "rounds", "research"},
     "crowd": {"modelzoo", "hardness", "exports", "rounds", "research"},
     "rounds": {"research"},
-    "torchserve": {"accounts", "tasks", "annotation", "validation", "hardness", "exports", "crowd", "rounds",
-                   "research"},
+    "torchserve": {"accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd",
+                   "rounds", "research"},
 }
 
 
@@ -52,7 +57,7 @@ def module_name(path: Path) -> str:
 @cache
 def sources() -> dict[str, Path]:
     found = {}
-    for top in [*APPS, "dynabench_site"]:
+    for top in [*APPS, "dynabench_site", LIBRARY]:
         for path in (ROOT / top).rglob("*.py"):
             if "migrations" not in path.parts:
                 found[module_name(path)] = path
@@ -83,7 +88,7 @@ def app_imports(app: str) -> dict[str, set[str]]:
             continue
         for name in imports_of(module):
             other = app_of(name)
-            if other != app and other in [*APPS, "dynabench_site"]:
+            if other != app and other in [*APPS, "dynabench_site", LIBRARY]:
                 out.setdefault(other, set()).add(f"{module}: {name}")
     return out
 
@@ -123,12 +128,40 @@ def test_the_torchserve_handler_never_imports_django():
             continue
         seen.add(module)
         for name in imports_of(module):
-            if app_of(name) in ("django", "rest_framework", "dynabench_site"):
+            if app_of(name) in (*DJANGO, "dynabench_site"):
                 django_users.append(f"{module}: {name}")
             elif (inner := project_module(name)) is not None:
                 todo.append(inner)
-    assert "modelzoo.runtime" in seen  # the walk follows the handler into the model zoo
+    assert "zoo.runtime" in seen  # the walk follows the handler into the model library
     assert django_users == []
+
+
+def library_modules() -> list[str]:
+    return sorted(m for m in sources() if app_of(m) == LIBRARY)
+
+
+def test_the_model_library_imports_neither_django_nor_any_app_nor_the_kernel():
+    """Every import of every module of `zoo` (in-function and TYPE_CHECKING ones too): the library runs where
+    neither Django nor the project is (TorchServe, a plain script), so it imports only itself and third parties."""
+    assert len(library_modules()) > 20 and "zoo.serving.torchserve" in library_modules()
+    offenders = sorted(f"{module}: {name}" for module in library_modules() for name in imports_of(module)
+                       if app_of(name) in (*DJANGO, *APPS, "dynabench_site"))
+    assert offenders == []
+
+
+def test_the_model_library_names_no_module_outside_itself_by_string():
+    """Registries that import by dotted path (`zoo.heads.HEADS`) point into the library too."""
+    from zoo.heads import HEADS
+
+    assert all(path.startswith(f"{LIBRARY}.") and project_module(path.rpartition(".")[0]) for _, path in HEADS.values())
+    offenders = []
+    for module in library_modules():
+        for node in ast.walk(ast.parse(sources()[module].read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) in
+                    ("import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant)
+                    and app_of(str(node.args[0].value)) in (*DJANGO, *APPS, "dynabench_site")):
+                offenders.append(f"{module}: {node.args[0].value}")
+    assert offenders == []
 
 
 def test_no_import_cycles_between_modules():

@@ -19,11 +19,11 @@ import time
 from django.core.management.base import BaseCommand
 
 from modelzoo import data, demo, ensemble_training, services
-from modelzoo.heads import get_head
-from modelzoo.progress import tqdm_echo
-from modelzoo.recipes import RECIPES
 from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
+from zoo.heads import get_head
+from zoo.progress import tqdm_echo
+from zoo.recipes import RECIPES
 
 DEMO_TASKS = ["sentiment", "hate-speech", "nli", "qa"]  # cheapest first: the classifiers are ready soonest
 # Per head: settings of the cached-top recipe for the demo (figures and costs: docs/benchmarks/demo.md).

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from modelzoo.torchserve_ctl import LocalTorchServe
+from zoo.torchserve_ctl import LocalTorchServe
 
 
 class Command(BaseCommand):

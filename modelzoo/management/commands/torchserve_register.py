@@ -24,17 +24,17 @@ class Command(BaseCommand):
                             help="also unregister ensemble models that no open round uses any more")
 
     def handle(self, *args, **o):
-        client = get_backend("torchserve").client
-        if not client.wait_healthy(o["wait"]):
-            raise CommandError(f"TorchServe is not answering at {client.inference_url} after {o['wait']:.0f} s")
+        backend = get_backend("torchserve")  # this command's own backend, whatever MODEL_BACKEND says
+        if not backend.client.wait_healthy(o["wait"]):
+            raise CommandError(f"TorchServe is not answering at {backend.client.inference_url} after {o['wait']:.0f} s")
         started = time.perf_counter()
-        done, failed = registration.register_open_rounds()
+        done, failed = registration.register_open_rounds(backend)
         for r in done:
             self.stdout.write(f"{r.round}: {r.model} ({', '.join(r.members)}) ready")
         if not done and not failed:
             self.stdout.write("no open round has a deployed ensemble; nothing to register")
         if o["prune"] and not failed:
-            for name in registration.prune({r.model for r in done}):
+            for name in registration.prune({r.model for r in done}, backend):
                 self.stdout.write(f"unregistered {name} (no open round uses it)")
         for label, exc in failed:
             self.stderr.write(f"{label}: {exc}")

@@ -7,9 +7,9 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from modelzoo import data, services
-from modelzoo.progress import tqdm_echo
 from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
+from zoo.progress import tqdm_echo
 
 
 class Command(BaseCommand):

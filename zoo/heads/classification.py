@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForSequenceClassification
 
-from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTarget
+from zoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTarget
 
 
 class ClassificationHead(HeadSpec):

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForQuestionAnswering
 
-from modelzoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTarget
+from zoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTarget
 
 MAX_ANSWER_TOKENS = 30
 N_BEST = 10

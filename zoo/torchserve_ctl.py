@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from modelzoo.serving.torchserve import TorchServeClient, TorchServeError
+from zoo.serving.torchserve import TorchServeClient, TorchServeError
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "torchserve" / "config.properties"
 

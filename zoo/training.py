@@ -1,4 +1,4 @@
-"""Fine-tuning: the pretrained encoder + a fresh head (classification, span extraction, ... — `modelzoo.heads`).
+"""Fine-tuning: the pretrained encoder + a fresh head (classification, span extraction, ... — `zoo.heads`).
 
 Django-free, so the hardness module and scripts can use it directly. `train()` takes `TrainExample`s (a model
 input as the task kind forms it, and a target), a `TrainSpec`, and writes a complete artifact folder.
@@ -21,9 +21,9 @@ import torch
 from transformers import AutoConfig
 from transformers.utils import logging as hf_logging
 
-from modelzoo import encoder as enc
-from modelzoo.heads import HEADS, get_head
-from modelzoo.runtime import ZOO_FILE, configure_threads
+from zoo import encoder as enc
+from zoo.heads import HEADS, get_head
+from zoo.runtime import ZOO_FILE, configure_threads
 
 TINY = "tiny"
 Progress = Callable[[int, int, dict[str, float]], None]  # (step, total_steps, {"loss": ...})
@@ -31,7 +31,7 @@ Progress = Callable[[int, int, dict[str, float]], None]  # (step, total_steps, {
 
 @dataclass
 class TrainSpec:
-    head: str  # a registered head (modelzoo.heads): "classification" | "qa"
+    head: str  # a registered head (zoo.heads): "classification" | "qa"
     labels: list[str] = field(default_factory=list)  # labelled heads only (classification), in id order
     epochs: int = 2
     lr: float = 5e-5

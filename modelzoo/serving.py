@@ -1,29 +1,29 @@
-"""Serving backends behind one interface; `settings.MODEL_BACKEND` picks one ('inprocess' | 'torchserve')."""
+"""The site's serving backend: `settings.MODEL_BACKEND` names one of the library's (`zoo.serving.BACKENDS`),
+configured from the Django settings and kept for the process."""
 
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from django.conf import settings
 
-from modelzoo.serving.base import Backend, BackendError, ModelRef
+from zoo import serving
+from zoo.serving import Backend, BackendError, ModelRef
 
 _backends: dict[str, Backend] = {}
 _lock = threading.Lock()
 
 
+def setting(name: str, default: Any = None) -> Any:
+    """A backend's setting, from the Django settings (the library reads its settings by name: `zoo.serving.base`)."""
+    return getattr(settings, name, default)
+
+
 def make_backend(name: str) -> Backend:
-    # A backend's module is imported when it is chosen: a process uses one, and each brings its own
-    # dependencies (models held in this process, or an HTTP client).
-    if name == "inprocess":
-        from modelzoo.serving.inprocess import InProcessBackend
-
-        return InProcessBackend()
-    if name == "torchserve":
-        from modelzoo.serving.torchserve import TorchServeBackend
-
-        return TorchServeBackend.from_settings()
-    raise ValueError(f"unknown MODEL_BACKEND {name!r}; expected 'inprocess' or 'torchserve'")
+    """A new backend `name`, configured from the Django settings. A backend's module brings its own dependencies
+    when it is first used (models held in this process, or an HTTP client)."""
+    return serving.make_backend(name, setting)
 
 
 def get_backend(name: str | None = None) -> Backend:

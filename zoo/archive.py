@@ -1,8 +1,9 @@
 """Build self-contained TorchServe archives with torch-model-archiver.
 
-An archive carries the zoo's serving code as a small `modelzoo` package of its own (`runtime.py`,
-`explain.py`, `trunk.py`, `precision.py` and the `heads` package, none of which imports Django), so the handler imports
-`modelzoo.runtime` exactly as the in-process backend does, and TorchServe needs nothing from this project.
+An archive carries the model library whole (this `zoo` package, without compiled files), so the handler
+(torchserve/handler.py) imports `zoo.runtime` exactly as the in-process backend does, and TorchServe needs
+nothing from the project: the library imports no Django and no app (tests/site/test_import_layers.py). No list
+of modules to keep up to date: a module added to the library is in the next archive.
 
 `build_ensemble_archive` packs every member of an ensemble into ONE archive (`members/<i>/` each, and an
 `ensemble.json` naming them in order): TorchServe then runs the whole ensemble in one worker process (one
@@ -24,11 +25,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from modelzoo.serving.base import BackendError
+from zoo.types import BackendError
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent  # the library, packed whole
 HANDLER = PACKAGE.parent / "torchserve" / "handler.py"
-RUNTIME_MODULES = ["runtime.py", "explain.py", "trunk.py", "precision.py", "heads"]  # inside modelzoo/; a folder goes in whole
+LEFT_OUT = ("__pycache__", "*.pyc", "*.pyo")
 WEIGHTS = "model.safetensors"
 ENSEMBLE_FILE = "ensemble.json"
 MANIFEST = Path("MAR-INF") / "MANIFEST.json"
@@ -43,16 +44,9 @@ def archiver() -> str:
 
 
 def stage_runtime(folder: Path) -> Path:
-    """Write `folder/modelzoo/` with the serving code (no compiled files) and return `folder`."""
-    package = folder / "modelzoo"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text('"""The model zoo\'s serving code, as packed into a TorchServe archive."""\n')
-    for name in RUNTIME_MODULES:
-        source = PACKAGE / name
-        if source.is_dir():
-            shutil.copytree(source, package / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(source, package / name)
+    """Write `folder/zoo/`, the whole library (no compiled files), and return `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(PACKAGE, folder / PACKAGE.name, ignore=shutil.ignore_patterns(*LEFT_OUT))
     return folder
 
 
@@ -71,7 +65,7 @@ def build_mar(artifact: Path | str, name: str, export_dir: Path | str, version: 
     artifact, export_dir = Path(artifact), Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="zoo-mar-") as tmp:
-        # A folder among the extra files is copied by its contents: the staging folder adds `modelzoo/`.
+        # A folder among the extra files is copied by its contents: the staging folder adds `zoo/`.
         extra = [p for p in sorted(artifact.iterdir()) if p.is_file() and p.name != WEIGHTS] + [stage_runtime(Path(tmp))]
         _run_archiver([
             archiver(), "--model-name", name, "--version", version, "--serialized-file", str(artifact / WEIGHTS),
@@ -93,7 +87,7 @@ def build_ensemble_archive(members: Sequence[tuple[int, str, Path | str]], name:
     `members`: (model version id, name, artifact folder) in ensemble order. Idempotent: an archive that is
     already complete is returned as it is (an ensemble's members and their artifacts never change).
     `share_trunk=False` (benchmarks) writes `"share_trunk": false` into ensemble.json: the worker then runs every
-    member's full forward even when members share a frozen trunk (`modelzoo.trunk`)."""
+    member's full forward even when members share a frozen trunk (`zoo.trunk`)."""
     export_dir = Path(export_dir)
     final = export_dir / name
     if archive_is_complete(final):

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
-from modelzoo.training import Progress
+from zoo.training import Progress
 
 
 @contextmanager

@@ -1,12 +1,18 @@
-"""The embedded default: models loaded once into this process and kept in memory."""
+"""The embedded default: models loaded once into this process and kept in memory.
+
+torch comes with the first model loaded (`zoo.runtime`), not with this module: the backend registry
+(`zoo.serving.BACKENDS`) is read by the site's settings.
+"""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from modelzoo.runtime import Predictor, ensemble, explain_ensemble
-from modelzoo.serving.base import Backend, BackendError, ModelRef
+from zoo.serving.base import Backend, BackendError, ModelRef
+
+if TYPE_CHECKING:
+    from zoo.runtime import Predictor
 
 
 class InProcessBackend(Backend):
@@ -28,6 +34,8 @@ class InProcessBackend(Backend):
 
     @staticmethod
     def _load(ref: ModelRef) -> Predictor:
+        from zoo.runtime import Predictor
+
         if not (ref.path / "zoo.json").is_file():
             raise BackendError(f"model {ref.name}: no artifact at {ref.path}", retryable=False)
         try:
@@ -45,6 +53,8 @@ class InProcessBackend(Backend):
     def ensemble(self, models: list[ModelRef]) -> Any:
         """The loaded members as a `trunk.SharedEnsemble` (which trunks they share is found once per set of
         loaded models and remembered)."""
+        from zoo.runtime import ensemble
+
         return ensemble([self.predictor(ref) for ref in models])
 
     def explain(self, model: ModelRef, model_input: dict[str, str], method: str, target: Any = None) -> dict[str, Any]:
@@ -56,6 +66,8 @@ class InProcessBackend(Backend):
         shared frozen trunk runs once for the batch)."""
         if not models:
             raise BackendError("an ensemble explanation needs at least one model", retryable=False)
+        from zoo.runtime import explain_ensemble
+
         predictors = self.ensemble(models)
         return self._call(models[0], lambda _: explain_ensemble(predictors, model_input, method, target),
                           name=", ".join(ref.name for ref in models))

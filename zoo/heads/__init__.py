@@ -1,6 +1,6 @@
 """Model heads: one module per kind of model output, registered here by name.
 
-A head spec (`modelzoo.heads.base.HeadSpec`) is everything the zoo needs to know about one kind of output:
+A head spec (`zoo.heads.base.HeadSpec`) is everything the zoo needs to know about one kind of output:
 how its model is built and loaded, how training examples become features, how outputs become predictions,
 which logits an explanation attributes, and its defaults (max length, ensemble aggregation). Task kinds name
 their head by string (`TaskKind.head`, e.g. "qa"); everything else asks `get_head(name)`.
@@ -9,7 +9,7 @@ Adding a head (token tagging, generation, ...) is one module with a `HeadSpec` s
 `HEADS`. The registry holds dotted paths and imports a head on first use, because `ModelVersion.head` reads
 the names for its choices while Django loads its apps and the head modules import torch and transformers
 (keeping them out of `manage.py` start-up). No Django anywhere in this package: it is packed into every
-TorchServe archive with `runtime.py` and `explain.py` (see `modelzoo/archive.py`).
+TorchServe archive with `runtime.py` and `explain.py` (see `zoo/archive.py`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from modelzoo.heads.base import HeadSpec
+    from zoo.heads.base import HeadSpec
 
 # name -> (label for people, "module.Class" of its HeadSpec). The names are stored in ModelVersion.head.
 HEADS: dict[str, tuple[str, str]] = {
-    "classification": ("Classification", "modelzoo.heads.classification.ClassificationHead"),
-    "qa": ("Span extraction (QA)", "modelzoo.heads.qa.QAHead"),
+    "classification": ("Classification", "zoo.heads.classification.ClassificationHead"),
+    "qa": ("Span extraction (QA)", "zoo.heads.qa.QAHead"),
 }
 
 

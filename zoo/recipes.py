@@ -1,6 +1,6 @@
 """Training recipes for an ensemble: several members (different seeds) on one labelled set.
 
-Two recipes (Django-free, like `modelzoo.training`):
+Two recipes (Django-free, like `zoo.training`):
 
 - ``"cached-top"`` (the default, `train_ensemble`): the pretrained encoder's lower layers stay frozen and run
   ONCE over the data; their hidden states are cached (fp16) and every member fine-tunes only the top block(s)
@@ -8,12 +8,12 @@ Two recipes (Django-free, like `modelzoo.training`):
   number of steps is scaled to the data (`epochs` passes, at least `min_steps`, at most `max_steps`), and training
   stops early when the loss on a dev split stops improving; the best checkpoint is kept. The dev split is
   carved from the TRAIN data (a stable hash of the example keys), or given by the caller.
-- ``"full"`` (`modelzoo.training.train`, today's recipe): every member fine-tunes the whole encoder for a
+- ``"full"`` (`zoo.training.train`, today's recipe): every member fine-tunes the whole encoder for a
   fixed number of epochs. Kept for comparison (bench/bench_rounds.py runs both).
 
 Each member is saved as a complete artifact (full encoder weights: the frozen lower layers as they were, the
-trained top layers and head), in the same format as `modelzoo.training.save_artifact`: serving and
-`modelzoo.runtime` load it like any other model.
+trained top layers and head), in the same format as `zoo.training.save_artifact`: serving and
+`zoo.runtime` load it like any other model.
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from typing import Any
 
 import torch
 
-from modelzoo import encoder as enc
-from modelzoo import precision
-from modelzoo.heads import HEADS, get_head
-from modelzoo.runtime import configure_threads
-from modelzoo.training import (
+from zoo import encoder as enc
+from zoo import precision
+from zoo.heads import HEADS, get_head
+from zoo.runtime import configure_threads
+from zoo.training import (
     TrainExample,
     TrainSpec,
     build_model,
@@ -86,7 +86,7 @@ class RecipeSpec:
             raise ValueError("top_layers, batch_size, lr, min_steps and epochs must be positive")
 
     def train_spec(self, seed: int) -> TrainSpec:
-        """The member's settings in the artifact's `training.json` format (`modelzoo.training.TrainSpec`)."""
+        """The member's settings in the artifact's `training.json` format (`zoo.training.TrainSpec`)."""
         return TrainSpec(head=self.head, labels=list(self.labels), lr=self.lr, batch_size=self.batch_size,
                          max_length=self.max_length, seed=seed, weight_decay=self.weight_decay, encoder=self.encoder)
 

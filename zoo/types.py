@@ -1,7 +1,9 @@
 """The contract between the model zoo and its callers (annotation, rounds, hardness).
 
 Callers use `modelzoo.services.predict_for_round(round, model_inputs, explain=True)`, which returns one
-`RoundVerdict` per input, or raises `BackendError` (with `retryable`) when serving is unavailable.
+`RoundVerdict` per input, or raises `BackendError` (with `retryable`) when serving is unavailable. No Django
+here: the site answers a `BackendError` as the `Unavailable` domain error it means
+(`dynabench_site.errors.as_domain_error`).
 Model inputs come from the task kind (`TaskKind.model_input`):
   classification: {"text": str, "text_pair"?: str}      qa: {"question": str, "context": str}
 """
@@ -9,8 +11,6 @@ Model inputs come from the task kind (`TaskKind.model_input`):
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
-
-from dynabench_site.errors import Unavailable
 
 
 class ClassPrediction(TypedDict):
@@ -59,25 +59,27 @@ class RoundVerdict(TypedDict):
     explanation: Explanation | None
 
 
-class BackendError(Unavailable):
+class BackendError(Exception):
     """Serving failed. `retryable` says whether trying again later can help (server down, overloaded,
     workers loading) or cannot (bad input, a model that is missing or broken). A request that meets it
-    answers 503 with Retry-After when retrying can help, else 502 (the model server cannot answer it)."""
+    answers 503 with Retry-After when retrying can help, else 502 (the model server cannot answer it):
+    `status_code`, `code` and `retry_after` say so to whoever answers the request."""
 
     def __init__(self, message: str, *, retryable: bool):
         super().__init__(message)
+        self.message = message
         self.retryable = retryable
 
     @property
-    def status_code(self) -> int:  # type: ignore[override]
+    def status_code(self) -> int:
         return 503 if self.retryable else 502
 
     @property
-    def code(self) -> str:  # type: ignore[override]
+    def code(self) -> str:
         return "unavailable" if self.retryable else "model_failed"
 
     @property
-    def retry_after(self) -> int | None:  # type: ignore[override]
+    def retry_after(self) -> int | None:
         return 5 if self.retryable else None
 
 

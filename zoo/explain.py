@@ -7,7 +7,7 @@ score of a word is the drop in the *ensemble's* probability of its answer when t
 input (the mean of the members' probabilities, as `mean_probs` / `best_mean_span` aggregate them). Every
 perturbation of one input goes to each member in **one** forward batch: the unchanged input plus one row per
 word, with the word's tokens removed (later tokens move up; rows are padded to the longest); members that share
-a frozen trunk (`modelzoo.trunk`: the cached-top recipe's members) run the embeddings and lower layers once for
+a frozen trunk (`zoo.trunk`: the cached-top recipe's members) run the embeddings and lower layers once for
 that batch and only their own top layers and head apart. Deleting, rather
 than replacing the word by [PAD] or [MASK], is exactly what a reader does when trying the sentence without the
 word, and what the faithfulness check (ERASER comprehensiveness: delete the top words) measures; replacement
@@ -32,8 +32,8 @@ from typing import Any
 
 import torch
 
-from modelzoo import precision
-from modelzoo.trunk import SharedEnsemble
+from zoo import precision
+from zoo.trunk import SharedEnsemble
 
 OCCLUSION = "occlusion"
 FAST = "input_x_gradient"
@@ -142,7 +142,7 @@ def legend(method: str, result: dict[str, Any], spec: Any, members: int) -> str:
 
 def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: Any) -> dict[str, Any]:
     """Delete each word in turn; one forward batch per member (members that share a frozen trunk run it once
-    for the batch, `modelzoo.trunk`); score = drop in the mean answer probability."""
+    for the batch, `zoo.trunk`); score = drop in the mean answer probability."""
     ensemble = SharedEnsemble.of(predictors)
     spec = ensemble[0].spec
     per_member: dict[int, tuple] = {}

@@ -4,9 +4,9 @@
 loading, overloaded, a model not registered yet) and False when it cannot (bad input, a broken model handler).
 
 Layout: ONE TorchServe model per ensemble (`ensemble_name`: the task and the member ids, in order), built by
-`modelzoo.archive.build_ensemble_archive`; its one worker holds every member and answers them all in one
-request. Registration is eager and idempotent (`prepare`, `manage.py torchserve_register`, the
-`ensemble_deployed` receiver in `modelzoo.registration`; a 409 "already registered" is success) and never
+`zoo.archive.build_ensemble_archive`; its one worker holds every member and answers them all in one
+request. Registration is eager and idempotent (`prepare` and `register`, called by the site when an ensemble
+is deployed and by `manage.py torchserve_register`; a 409 "already registered" is success) and never
 happens while serving: `predict` on a model TorchServe does not know raises a retryable error.
 """
 
@@ -17,14 +17,13 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import requests
-
-from modelzoo.archive import build_ensemble_archive
-from modelzoo.serving.base import Backend, BackendError, ModelRef
+from zoo.archive import build_ensemble_archive
+from zoo.serving.base import DEGRADED, DOWN, OK, Backend, BackendError, Config, ModelRef, environ
 
 log = logging.getLogger(__name__)
 RETRYABLE_STATUS = {408, 429, 502, 503, 504, 507}
@@ -62,12 +61,16 @@ class TorchServeClient:
         self.timeout = timeout
         self.key_file = Path(key_file) if key_file else None  # TorchServe's token auth (its key_file.json)
         self._keys: tuple[float, dict[str, str]] = (-1.0, {})
+        import requests  # here: the backend registry is read at the site's start-up, which needs no HTTP client
+
         self.session = requests.Session()
         adapter = requests.adapters.HTTPAdapter(pool_connections=16, pool_maxsize=64)
         self.session.mount("http://", adapter)
         self.session.mount("https://", adapter)
 
     def request(self, method: str, url: str, timeout: float | None = None, **kwargs: Any) -> Any:
+        import requests
+
         token = self._token(url)
         if token:
             kwargs["headers"] = {**kwargs.get("headers", {}), "Authorization": f"Bearer {token}"}
@@ -221,15 +224,40 @@ class TorchServeBackend(Backend):
         self._fanout: ThreadPoolExecutor | None = None
 
     @classmethod
-    def from_settings(cls) -> TorchServeBackend:
-        from django.conf import settings  # here only: the client and backend work without Django settings
+    def from_config(cls, config: Config = environ) -> TorchServeBackend:
+        """Settings by name (the same as the site's and the environment's): TORCHSERVE_URL,
+        TORCHSERVE_MANAGEMENT_URL, TORCHSERVE_KEY_FILE, MODEL_STORE (archives go to its `torchserve/` folder),
+        TORCHSERVE_BATCH_SIZE, TORCHSERVE_MAX_BATCH_DELAY_MS, TORCHSERVE_WORKERS."""
+        client = TorchServeClient(config("TORCHSERVE_URL", "http://127.0.0.1:8080"),
+                                  config("TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081"),
+                                  key_file=config("TORCHSERVE_KEY_FILE", None) or None)
+        return cls(client, Path(config("MODEL_STORE", "var/models")) / "torchserve",
+                   batch_size=int(config("TORCHSERVE_BATCH_SIZE", 8)),
+                   max_batch_delay_ms=int(config("TORCHSERVE_MAX_BATCH_DELAY_MS", 5)),
+                   workers=int(config("TORCHSERVE_WORKERS", 1)))
 
-        client = TorchServeClient(settings.TORCHSERVE_URL, settings.TORCHSERVE_MANAGEMENT_URL,
-                                  key_file=settings.TORCHSERVE_KEY_FILE)
-        return cls(client, Path(settings.MODEL_STORE) / "torchserve",
-                   batch_size=getattr(settings, "TORCHSERVE_BATCH_SIZE", 8),
-                   max_batch_delay_ms=getattr(settings, "TORCHSERVE_MAX_BATCH_DELAY_MS", 5),
-                   workers=getattr(settings, "TORCHSERVE_WORKERS", 1))
+    # -- health ---------------------------------------------------------------------------------------
+
+    def health(self, ensembles: Sequence[Sequence[ModelRef]] = (), timeout_s: float = 2.0) -> dict[str, Any]:
+        """Down when TorchServe does not answer its ping; degraded when its management API does not list the
+        models (token, network) or an ensemble with members is not registered (served by no TorchServe model)."""
+        if not self.client.ping():
+            return {"status": DOWN, "error": f"TorchServe does not answer at {self.client.inference_url}"}
+        try:
+            listing = self.client.request("GET", f"{self.client.management_url}/models?limit=1000", timeout=timeout_s)
+        except Exception as exc:  # answers predictions, but its management API does not answer us (token, network)
+            return {"status": DEGRADED, "error": f"the management API did not list the models: {exc}"[:300]}
+        names = sorted(n for n in {m.get("modelName") for m in listing.get("models", [])} if n)
+        served: list[dict[str, Any]] = []
+        for models in ensembles:
+            if not models:  # an open round without models yet (still training): nothing to serve, nothing missing
+                served.append({"served": None, "serving_model": None})
+                continue
+            # One TorchServe model per ensemble (`<task>-ens-<ids>`), or one holding all its members.
+            found = self.find_model(list(models), names)
+            served.append({"served": found is not None, "serving_model": found[0] if found else None})
+        missing = sum(s["served"] is False for s in served)
+        return {"status": DEGRADED if missing else OK, "registered": names, "ensembles": served}
 
     # -- serving (never registers) ------------------------------------------------------------------
 
@@ -256,7 +284,7 @@ class TorchServeBackend(Backend):
 
     def explain_ensemble(self, models: list[ModelRef], model_input: dict[str, str], method: str,
                          target: Any = None) -> dict[str, Any]:
-        """The ensemble's explanation in one request (the handler calls modelzoo.explain.explain_ensemble)."""
+        """The ensemble's explanation in one request (the handler calls zoo.explain.explain_ensemble)."""
         return self._routed(models, lambda name, members: self.client.explain_ensemble(
             name, model_input, method, target, members))
 
@@ -286,7 +314,7 @@ class TorchServeBackend(Backend):
     @staticmethod
     def find_model(models: list[ModelRef], registered: list[str]) -> tuple[str, list[int] | None] | None:
         """Which of the `registered` TorchServe models serves `models` (and which of its members), or None.
-        Health checks use it with `client.models()`."""
+        `health` uses it with the listed models."""
         exact = ensemble_name(models)
         if exact in registered:
             return exact, None
@@ -348,6 +376,13 @@ class TorchServeBackend(Backend):
                 held = ensemble_ids(name)
                 if held is not None and name.startswith(ensemble_prefix(model)) and model.id in held:
                     self.unregister(name)
+
+    def prune(self, keep: Collection[str]) -> list[str]:
+        """Unregister the ensemble models TorchServe holds that are not in `keep` (ensembles replaced since)."""
+        dropped = [name for name in self.client.models() if ensemble_ids(name) is not None and name not in keep]
+        for name in dropped:
+            self.unregister(name)
+        return dropped
 
     def unregister(self, name: str) -> None:
         try:

@@ -1,6 +1,6 @@
 """Members that share a frozen trunk compute it once.
 
-The cached-top recipe (`modelzoo.recipes`) freezes the embeddings and the lower encoder layers and trains only
+The cached-top recipe (`zoo.recipes`) freezes the embeddings and the lower encoder layers and trains only
 the top blocks and the head of each member, so the members of one ensemble carry bit-identical lower layers.
 `SharedEnsemble` finds that out when it is built, by comparing the tensors themselves (never a flag: an upload or
 a fully fine-tuned member shares nothing and is run on its own), and then runs, for a batch, the embeddings and
@@ -36,7 +36,7 @@ from typing import Any
 
 import torch
 
-from modelzoo import precision
+from zoo import precision
 
 # Configuration keys that decide what the embeddings and the encoder layers compute (besides their weights).
 TRUNK_CONFIG_KEYS = ("hidden_size", "num_attention_heads", "intermediate_size", "hidden_act", "layer_norm_eps",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from modelzoo.explain import DEFAULT_METHOD, explain_ensemble
+from zoo.explain import DEFAULT_METHOD, explain_ensemble
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The interface of a model head: what the zoo needs to know about one kind of model output.
 
-A spec is stateless; `modelzoo.heads.get_head(name)` returns the one instance. Who asks what:
+A spec is stateless; `zoo.heads.get_head(name)` returns the one instance. Who asks what:
 - training: `check_labels`, `config_overrides`, `auto_model`, `features`, `target_keys`;
 - prediction (runtime, in process and in TorchServe): `segments`, `truncation`, `needs_offsets`, `decode`;
 - explanations: `target_of` (what to explain for a prediction), `ensemble_target` (the ensemble's answer from
@@ -29,7 +29,7 @@ OCCLUSION_TOKENS = 4096  # rows x tokens per member that word occlusion may run
 
 
 class Example(Protocol):
-    """A training example (`modelzoo.training.TrainExample`): the model input and its target."""
+    """A training example (`zoo.training.TrainExample`): the model input and its target."""
 
     model_input: dict[str, str]
     target: Any
@@ -63,7 +63,7 @@ class HeadSpec(ABC):
     auto_model: ClassVar[Any]  # the transformers Auto class that builds and loads the model
     architecture_suffix: ClassVar[str]  # config.json "architectures" end in it, e.g. BertForQuestionAnswering
     default_max_length: ClassVar[int]  # tokens; longer inputs are truncated
-    default_strategy: ClassVar[str]  # ensemble aggregation (modelzoo.aggregation)
+    default_strategy: ClassVar[str]  # ensemble aggregation (zoo.aggregation)
     labelled: ClassVar[bool]  # predicts one of the task's labels (they go to zoo.json and config.id2label)
     probabilities: ClassVar[bool]  # predictions carry one probability per label ("probs"), e.g. for seeding
     small_data_epochs: ClassVar[int]  # epochs that move a model trained on a few dozen rows (the demo)
@@ -72,7 +72,7 @@ class HeadSpec(ABC):
     needs_offsets: ClassVar[bool] = False  # decoding needs the tokens' character offsets
     occlusion_needs_target: ClassVar[bool] = False  # occlusion must know the answer before its forward batch
     explained_name: ClassVar[str] = ""  # the explanation's "target" when it is not a label (QA: "answer")
-    # cached-top recipe settings this head trains best with (modelzoo.recipes.RecipeSpec fields), for the demo
+    # cached-top recipe settings this head trains best with (zoo.recipes.RecipeSpec fields), for the demo
     # and the round pipeline alike; settings MODELZOO_RECIPE and explicit overrides come on top
     recipe_defaults: ClassVar[dict[str, Any]] = {}
 
@@ -100,7 +100,7 @@ class HeadSpec(ABC):
     @abstractmethod
     def decode(self, encoding: Any, output: Any, inputs: Sequence[dict[str, str]],
                labels: Sequence[str]) -> list[dict[str, Any]]:
-        """One prediction per input (`modelzoo.types`: ClassPrediction, SpanPrediction, ...) from a batch."""
+        """One prediction per input (`zoo.types`: ClassPrediction, SpanPrediction, ...) from a batch."""
 
     # -- explanation ------------------------------------------------------------------------------
 

@@ -2,9 +2,9 @@
 
 No Django imports: this module (with `explain.py` and the `heads` package) is packed into every TorchServe
 archive, so the in-process backend and the TorchServe handler run exactly the same code. What depends on the
-kind of output (QA spans, class probabilities) is the model's head spec (`modelzoo.heads`). The members of an
+kind of output (QA spans, class probabilities) is the model's head spec (`zoo.heads`). The members of an
 ensemble that share a frozen trunk (the cached-top recipe's) run it once per batch: `ensemble(predictors)`
-(`modelzoo.trunk`).
+(`zoo.trunk`).
 
 An artifact folder holds `config.json` + `model.safetensors` (Hugging Face layout), the tokenizer files,
 `zoo.json` (head, labels, max length) and, from training, `label_map.json`, `training.json`, `metrics.json`.
@@ -26,10 +26,10 @@ import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
-from modelzoo import explain as _explain  # noqa: E402
-from modelzoo.heads import get_head  # noqa: E402
-from modelzoo.heads.base import HeadSpec  # noqa: E402
-from modelzoo.trunk import SharedEnsemble  # noqa: E402
+from zoo import explain as _explain  # noqa: E402
+from zoo.heads import get_head  # noqa: E402
+from zoo.heads.base import HeadSpec  # noqa: E402
+from zoo.trunk import SharedEnsemble  # noqa: E402
 
 hf_logging.disable_progress_bar()  # transformers 5 draws a bar for every load and save
 
@@ -119,7 +119,7 @@ class Predictor:
 
 def ensemble(predictors: list[Predictor], share: bool | None = None) -> SharedEnsemble:
     """The members of one ensemble, with the frozen trunk they share found by comparing their tensors
-    (`modelzoo.trunk`; `share=False` or ZOO_SHARE_TRUNK=0: every member runs its own full forward).
+    (`zoo.trunk`; `share=False` or ZOO_SHARE_TRUNK=0: every member runs its own full forward).
     `.predict(inputs)` -> [member][input]; `explain_ensemble` takes it as the list of members."""
     return SharedEnsemble(predictors, share)
 

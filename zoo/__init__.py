@@ -1,0 +1,25 @@
+"""The model library: heads, training, the ensemble recipe, serving (in process and TorchServe), explanations.
+
+Plain Python on torch and transformers: no Django and no app of the project is imported anywhere in this
+package (tests/site/test_import_layers.py), so it runs wherever torch does. The Django app `modelzoo` is the
+thin layer around it (model versions and ensembles in the database, services, registration, API, commands);
+a TorchServe archive carries this whole package (`zoo.archive`), so TorchServe runs the very code the
+in-process backend runs. Importing `zoo` itself loads nothing heavy: torch comes with the modules that use it.
+
+    heads/         one spec per kind of model output (classification, QA) and their registry
+    runtime        a model loaded from its artifact folder: `Predictor` (predict, explain)
+    trunk          members that share frozen lower layers run them once (`SharedEnsemble`)
+    explain        word occlusion over an ensemble, gradient methods on one model
+    faithfulness   ERASER comprehensiveness of an explanation
+    precision      native bfloat16 and autocast
+    encoder        the pretrained encoder (offline) and the tiny test encoder
+    training       one model: `TrainSpec`, the training loop, artifacts
+    recipes        the ensemble recipe (frozen lower layers encoded once, top blocks per member)
+    aggregation    how members' predictions become the ensemble's
+    data           `LabelledSet`, what training and evaluation receive
+    types          the predictions, explanations and verdicts callers receive; `BackendError`
+    serving/       the backend contract (`base.Backend`) and its registry (`BACKENDS`): in process, TorchServe
+    archive        TorchServe archives (one per ensemble); `torchserve_ctl` starts a local TorchServe
+    artifacts      what an uploaded model's config.json and model.safetensors may contain
+    progress       a tqdm bar fed by training's progress callback
+"""
