@@ -71,13 +71,6 @@ def refusal(wait: int) -> str:
     return MESSAGE.format(wait=throttles.wait_text(wait))
 
 
-def check_signup_allowed(ip: str | None) -> None:
-    """Raise Throttled (429) when `ip` created its allowance of accounts within the window."""
-    wait = signup_wait(ip)
-    if wait is not None:
-        raise throttles.Throttled(refusal(wait), wait)
-
-
 def count_signup(ip: str | None) -> None:
     throttles.record(SCOPE, _idents(ip), settings.SIGNUP_RATE)
 

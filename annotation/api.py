@@ -47,8 +47,8 @@ class TaskScopedView(TaskScopedMixin, APIView):
 
     permission_classes = [IsAuthenticated, IsAnnotator]
 
-    def open_round(self):
-        return services.open_round(self.get_task())
+    def current_round(self):
+        return services.current_round(self.get_task())
 
 
 class NextContextView(TaskScopedView):
@@ -63,7 +63,7 @@ class NextContextView(TaskScopedView):
     )
     def post(self, request: Request, slug: str) -> Response:
         exclude = whole_number(request.query_params.get("exclude"), "exclude")
-        context = services.next_context(self.get_task(), self.open_round(), exclude=exclude)
+        context = services.next_context(self.get_task(), self.current_round(), exclude=exclude)
         if context is None:
             return Response(status=status.HTTP_204_NO_CONTENT)
         return Response(ContextSerializer(context).data)
@@ -136,7 +136,7 @@ class InspirationView(TaskScopedView):
         responses={200: InspirationSerializer, 409: None},
     )
     def get(self, request: Request, slug: str) -> Response:
-        data = services.inspiration(self.get_task(), self.open_round())
+        data = services.inspiration(self.get_task(), self.current_round())
         return Response(InspirationSerializer(data).data)
 
 

@@ -24,3 +24,9 @@ class AnnotationConfig(AppConfig):
             round_figures=lambda task: Example.objects.filter(round__task=task).figures_by("round__number"),
             empty=Example.objects.none().figures(),
         )
+
+        from annotation.scoring_health import stuck_scoring
+        from dynabench_site import health
+
+        # /healthz's stuck work: scoring, by the rule of the console's health page (annotation.scoring_health).
+        health.register_stuck("scoring", stuck_scoring, order=10)

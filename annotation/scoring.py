@@ -51,7 +51,8 @@ log = logging.getLogger(__name__)
 
 
 class Outcome(StrEnum):
-    SCORED = "scored"
+    SCORED = "scored"  # a verdict stored
+    MAPPED = "mapped"  # a word map stored
     SKIPPED = "skipped"  # already scored, or another worker holds the latest claim
     FAILED = "failed"  # a non-retryable error: the example is kept, marked failed
 
@@ -66,19 +67,19 @@ class ScoringDeferred(Exception):
 
 
 def retry_base_seconds() -> float:
-    return float(getattr(settings, "SCORING_RETRY_BASE_SECONDS", 2.0))
+    return float(settings.SCORING_RETRY_BASE_SECONDS)
 
 
 def max_retries() -> int:
-    return int(getattr(settings, "SCORING_MAX_RETRIES", 15))
+    return int(settings.SCORING_MAX_RETRIES)
 
 
 def retry_max_seconds() -> float:
-    return float(getattr(settings, "SCORING_RETRY_MAX_SECONDS", 20.0))
+    return float(settings.SCORING_RETRY_MAX_SECONDS)
 
 
 def stale_seconds() -> float:
-    return float(getattr(settings, "SCORING_STALE_SECONDS", 30.0))
+    return float(settings.SCORING_STALE_SECONDS)
 
 
 def backoff_seconds(attempts: int) -> float:
@@ -183,11 +184,11 @@ def _record_error(example: Example, token: int, exc: BackendError) -> Outcome:
 
 
 def map_max_age() -> float:
-    return float(getattr(settings, "EXPLANATION_MAX_AGE_SECONDS", 60.0))
+    return float(settings.EXPLANATION_MAX_AGE_SECONDS)
 
 
 def map_max_retries() -> int:
-    return int(getattr(settings, "EXPLANATION_MAX_RETRIES", 5))
+    return int(settings.EXPLANATION_MAX_RETRIES)
 
 
 MAP_TOO_LATE = ("not computed: the model server was busy with verdicts for more than {age:.0f} s after this one; "
@@ -219,7 +220,7 @@ def explain_example(example_id: int) -> Outcome:
         explanation=result, explanation_state=state,
         explanation_error="" if result else "these models give no word map", updated_at=timezone.now(),
     )
-    return Outcome.SCORED if result else Outcome.FAILED
+    return Outcome.MAPPED if result else Outcome.FAILED
 
 
 def _map_error(example: Example, token: int, exc: BackendError) -> Outcome:
@@ -269,9 +270,9 @@ def stale_maps(limit: int = 500) -> list[Example]:
 
 def first_attempt_grace() -> float:
     """How long a never-attempted example waits before a poll re-enqueues it (a worker may have a backlog)."""
-    if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+    if settings.CELERY_TASK_ALWAYS_EAGER:
         return max(retry_base_seconds(), 1.0)
-    return float(getattr(settings, "SCORING_STALE_SECONDS", 30.0))
+    return float(settings.SCORING_STALE_SECONDS)
 
 
 def is_due(example: Example, now=None, slack: float = 0.0) -> bool:
@@ -292,7 +293,7 @@ def sweep_slack() -> float:
     """What the periodic sweep adds to a tried example's backoff before queueing it again: with workers, its
     retry is normally queued already (a Celery countdown), and only one whose worker vanished (kill -9) needs
     the sweep; inline, nothing else retries it."""
-    return 0.0 if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False) else stale_seconds()
+    return 0.0 if settings.CELERY_TASK_ALWAYS_EAGER else stale_seconds()
 
 
 def claim_revival(example: Example, slack: float = 0.0) -> bool:
@@ -355,7 +356,7 @@ def await_verdict(example: Example, timeout: float) -> Example:
     """Wait up to `timeout` seconds for a worker's verdict (inline jobs have finished already): blocked on the
     example's Redis list when the cache is Redis (`announce_settled`), polling the row otherwise."""
     example.refresh_from_db()
-    if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+    if settings.CELERY_TASK_ALWAYS_EAGER:
         return example
     deadline = time.monotonic() + timeout
     channel, key = _settle_channel(), _settled_key(example.pk)

@@ -19,7 +19,7 @@ from annotation.models import Example
 def stuck_after_seconds() -> float:
     """A pending example is stuck when nothing touched it for this long: its job was lost and the sweep did not
     bring it back (no beat, no worker), or a worker keeps dying on it."""
-    return 2 * float(settings.SCORING_STALE_SECONDS) + float(getattr(settings, "SCORING_RETRY_MAX_SECONDS", 20))
+    return 2 * float(settings.SCORING_STALE_SECONDS) + float(settings.SCORING_RETRY_MAX_SECONDS)
 
 
 def stuck_filter() -> Q:
@@ -49,3 +49,10 @@ def attention(task, limit: int = 50) -> list[Example]:
 
 def task_summary(task) -> dict[str, Any]:
     return {**counts(Example.objects.filter(round__task=task)), "attention": attention(task)}
+
+
+def stuck_scoring() -> tuple[dict[str, int], bool]:
+    """`/healthz`'s scoring line (registered in `AnnotationConfig.ready`): the counts; stuck or failed ones need
+    an owner."""
+    found = counts()
+    return found, bool(found["stuck"] or found["failed"])

@@ -68,7 +68,7 @@ class SubmitResult:
 # --- rounds and contexts -------------------------------------------------------------------------
 
 
-def open_round(task: Task, number: int | None = None) -> Round:
+def current_round(task: Task, number: int | None = None) -> Round:
     """The task's open round; `number`, when given, must be that round (else the writer's page is stale)."""
     current = task.current_round
     if current is None:
@@ -123,7 +123,7 @@ def clean_submission(task: Task, sub: Submission) -> CleanSubmission:
     """Validate everything the writer sent against the task kind; raises InputError or Conflict."""
     config = task.typed_config
     kind = task.kind_impl
-    round = open_round(task, sub.round_number)
+    round = current_round(task, sub.round_number)
     context = resolve_context(task, round, sub.context_id, config)
     payload = context.payload if context is not None else {}
     cleaned_input = kind.clean_input(config, payload, sub.input)

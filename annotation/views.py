@@ -21,6 +21,7 @@ from dynabench_site.params import whole_number
 from tasks import roles
 from tasks.access import task_for, visible_task
 from tasks.models import Task
+from zoo import explain_methods
 
 
 def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
@@ -36,6 +37,7 @@ def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
         "context_fields": list(config.context_fields),
         "max_input_chars": config.max_input_chars,
         "round": round_number,
+        "explanation_methods": explain_methods.described(),  # name, label: how the map names its method
     }
 
 

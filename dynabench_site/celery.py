@@ -34,14 +34,14 @@ HEARTBEAT_PREFIX = "dynabench:worker:"
 def heartbeat_seconds() -> int:
     from django.conf import settings
 
-    return int(getattr(settings, "WORKER_HEARTBEAT_SECONDS", 10))
+    return int(settings.WORKER_HEARTBEAT_SECONDS)
 
 
 def heartbeat_client():
     """A Redis client on the broker's Redis, or None when the broker is not Redis."""
     from django.conf import settings
 
-    url = getattr(settings, "CELERY_BROKER_URL", None) or ""
+    url = settings.CELERY_BROKER_URL or ""
     if not url.startswith(("redis://", "rediss://")):
         return None
     import redis

@@ -6,6 +6,7 @@ what was expected, so a misconfigured deployment stops at start-up instead of mi
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -167,3 +168,17 @@ def env_header(name: str, *, environ: Mapping[str, str] | None = None) -> tuple[
     if not header or not expected or not all(ch.isalnum() or ch == "-" for ch in header):
         raise ImproperlyConfigured(f"{name}={value!r} is not Header-Name=value; use e.g. X-Forwarded-Proto=https")
     return "HTTP_" + header.upper().replace("-", "_"), expected
+
+
+def env_json_object(name: str, default: Mapping[str, object], *, environ: Mapping[str, str] | None = None) -> dict:
+    """A JSON object such as '{"seeds": [0, 1], "epochs": 1}' (defaults of a group of options, keyed by name)."""
+    value = _raw(name, environ)
+    if value is None:
+        return dict(default)
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not JSON; use an object, e.g. {{\"epochs\": 1}}") from None
+    if not isinstance(parsed, dict):
+        raise ImproperlyConfigured(f"{name}={value!r} is not a JSON object; use e.g. {{\"epochs\": 1}}")
+    return parsed

@@ -16,6 +16,12 @@ Redis cache, when CACHE_URL is set), `models` (the model backend, and each deplo
 with its members and, on TorchServe, whether each is registered), `stuck` (scoring: waiting, delayed, stuck,
 failed; pipeline runs and uploads that stopped reporting).
 
+The kernel holds the registry and the service checks (database, broker, workers, cache); an app registers what
+it owns in its `AppConfig.ready`: `register(name, check, order=, label=, keeps_up=)` for a check (the model zoo:
+`models`), `register_stuck(key, count, order=)` for a kind of work that can get stuck, counted with the one rule
+its owner's pages use (annotation: `scoring`; rounds: `pipelines`, `uploads_evaluating_too_long`). This module
+imports no app.
+
 "down" (HTTP 503) means nothing useful can happen: the database is unreachable, or no verdict can be produced
 (the model backend does not answer, or a broker is configured and no worker was seen). Everything else that is
 wrong is "degraded" (HTTP 200): submissions are still saved and answered, and scoring catches up by itself.
@@ -27,7 +33,8 @@ from __future__ import annotations
 import logging
 import re
 import time
-from datetime import timedelta
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -37,6 +44,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from rest_framework import exceptions
+from rest_framework.request import Request
+from rest_framework.settings import api_settings
 
 log = logging.getLogger(__name__)
 OK, DEGRADED, DOWN, EMBEDDED = "ok", "degraded", "down", "embedded"
@@ -47,12 +56,12 @@ def redact(text: str) -> str:
     return re.sub(r"://[^/@\s]+@", "://***@", text)
 
 
-def _timed(check) -> dict[str, Any]:
+def _timed(name: str, check: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     started = time.monotonic()
     try:
         result = check()
     except Exception as exc:  # a check that fails is reported, never raised
-        log.warning("health check %s failed: %s", check.__name__, exc)
+        log.warning("health check %s failed: %s", name, exc)
         result = {"status": DOWN, "error": redact(f"{type(exc).__name__}: {exc}")[:300]}
     result["ms"] = round((time.monotonic() - started) * 1000, 1)
     return result
@@ -72,7 +81,7 @@ def check_database() -> dict[str, Any]:
 
 
 def broker_url() -> str | None:
-    return getattr(settings, "CELERY_BROKER_URL", None)
+    return settings.CELERY_BROKER_URL
 
 
 def _redis(url: str):
@@ -127,7 +136,7 @@ def check_workers() -> dict[str, Any]:
 
 
 def check_cache() -> dict[str, Any]:
-    if not getattr(settings, "CACHE_URL", None):
+    if not settings.CACHE_URL:
         return {"status": EMBEDDED, "detail": "per-process memory cache (set CACHE_URL to share rate limits)"}
     from django.core.cache import cache
 
@@ -135,77 +144,84 @@ def check_cache() -> dict[str, Any]:
     return {"status": OK if cache.get("healthz:probe") == "1" else DEGRADED}
 
 
-# --- models --------------------------------------------------------------------------------------
-
-
-def deployed_ensembles() -> list[dict[str, Any]]:
-    """Each open round's active ensemble and its members."""
-    from modelzoo.services import active_ensemble
-    from tasks.models import Round
-
-    found = []
-    for round_ in Round.objects.filter(status=Round.Status.OPEN).select_related("task").order_by("task__slug"):
-        ensemble = active_ensemble(round_)
-        members = ensemble.ordered_members() if ensemble else []
-        found.append({"task": round_.task.slug, "round": round_.number, "ensemble": ensemble.pk if ensemble else None,
-                      "members": [{"name": m.name, "serving_name": m.serving_name} for m in members]})
-    return found
-
-
-def check_models() -> dict[str, Any]:
-    from modelzoo.serving import make_backend
-
-    backend = settings.MODEL_BACKEND
-    ensembles = deployed_ensembles()
-    # A backend built now from the current settings; it says whether it answers and serves each ensemble.
-    state = make_backend(backend).health([_member_refs(e["ensemble"]) for e in ensembles], timeout_s=2.0)
-    for ensemble, served in zip(ensembles, state.pop("ensembles", None) or [], strict=False):
-        ensemble.update(served)
-    return {**state, "backend": backend, "ensembles": ensembles}
-
-
-def _member_refs(ensemble_id: int | None) -> list:
-    from modelzoo.models import Ensemble
-    from zoo.serving.base import ModelRef
-
-    ensemble = Ensemble.objects.filter(pk=ensemble_id).first() if ensemble_id else None
-    return [ModelRef.of(m) for m in ensemble.ordered_members()] if ensemble else []
-
-
-# --- stuck jobs ----------------------------------------------------------------------------------
+# --- stuck work ----------------------------------------------------------------------------------
+# Each kind of work that can get stuck (scoring, pipeline runs, uploads) is counted by the app that owns it,
+# with the one rule its own pages use; the kernel only gathers the counts into the `stuck` check.
 
 
 def check_stuck() -> dict[str, Any]:
-    from annotation.scoring_health import counts
-    from rounds.models import PipelineRun, ResearcherModel
-    from rounds.pipeline import is_stale
+    details: dict[str, Any] = {}
+    bad = False
+    for work in sorted(STUCK_WORK.values(), key=lambda w: w.order):
+        details[work.key], stuck = work.count()
+        bad = bad or stuck
+    return {"status": DEGRADED if bad else OK, **details}
 
-    scoring = counts()
-    unfinished = PipelineRun.objects.filter(status__in=[PipelineRun.Status.PENDING, PipelineRun.Status.RUNNING])
-    stale_runs = [{"id": run.pk, "task": run.task.slug, "status": run.status}
-                  for run in unfinished.select_related("task") if is_stale(run)]
-    upload_old = timezone.now() - timedelta(seconds=int(getattr(settings, "ROUNDS_PIPELINE_STALE_S", 1800)))
-    stale_uploads = ResearcherModel.objects.filter(
-        status=ResearcherModel.Status.EVALUATING, created_at__lt=upload_old).count()
-    bad = scoring["stuck"] or scoring["failed"] or stale_runs or stale_uploads
-    return {"status": DEGRADED if bad else OK, "scoring": scoring, "pipelines": stale_runs,
-            "uploads_evaluating_too_long": stale_uploads}
+
+# --- the registry --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the report. `keeps_up`: when given, the site is down unless this check's status is one of
+    these (or when the check could not run: it needs the database and the database is down)."""
+
+    name: str
+    run: Callable[[], dict[str, Any]]
+    order: int
+    label: str
+    needs_database: bool = True
+    keeps_up: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class StuckWork:
+    """One kind of work that can get stuck, counted by its owner: `count()` -> (details, anything stuck?)."""
+
+    key: str
+    count: Callable[[], tuple[Any, bool]]
+    order: int
+
+
+CHECKS: dict[str, Check] = {}
+STUCK_WORK: dict[str, StuckWork] = {}
+
+
+def register(name: str, run: Callable[[], dict[str, Any]], *, order: int, label: str, needs_database: bool = True,
+             keeps_up: tuple[str, ...] = ()) -> None:
+    """Add (or replace) a check; apps register theirs in `AppConfig.ready`. The report lists checks by `order`."""
+    CHECKS[name] = Check(name, run, order, label, needs_database, tuple(keeps_up))
+
+
+def register_stuck(key: str, count: Callable[[], tuple[Any, bool]], *, order: int) -> None:
+    """Add (or replace) a kind of stuck work under the `stuck` check, as `key` in its details."""
+    STUCK_WORK[key] = StuckWork(key, count, order)
+
+
+def label(name: str) -> str:
+    check = CHECKS.get(name)
+    return check.label if check is not None else name
+
+
+register("database", check_database, order=10, label="Database", needs_database=False, keeps_up=(OK,))
+register("broker", check_broker, order=20, label="Job queue (broker)", needs_database=False)
+register("workers", check_workers, order=30, label="Workers", needs_database=False, keeps_up=(OK, EMBEDDED))
+register("cache", check_cache, order=40, label="Shared cache", needs_database=False)
+# "models" (order 50) is the model zoo's (modelzoo.health); the stuck work comes from annotation and rounds.
+register("stuck", check_stuck, order=60, label="Stuck jobs")
 
 
 # --- together ------------------------------------------------------------------------------------
 
 
 def report() -> dict[str, Any]:
-    checks = {"database": _timed(check_database)}
-    db_up = checks["database"]["status"] == OK
-    checks["broker"] = _timed(check_broker)
-    checks["workers"] = _timed(check_workers)
-    checks["cache"] = _timed(check_cache)
-    if db_up:
-        checks["models"] = _timed(check_models)
-        checks["stuck"] = _timed(check_stuck)
-    can_score = checks.get("models", {}).get("status") in (OK, DEGRADED) and checks["workers"]["status"] in (OK, EMBEDDED)
-    if not db_up or not can_score:
+    checks: dict[str, dict[str, Any]] = {}
+    registered = sorted(CHECKS.values(), key=lambda c: c.order)
+    for check in registered:
+        if check.needs_database and checks.get("database", {}).get("status") != OK:
+            continue  # nothing that needs the database is asked when it is down
+        checks[check.name] = _timed(check.name, check.run)
+    if any(c.keeps_up and checks.get(c.name, {}).get("status") not in c.keeps_up for c in registered):
         status = DOWN
     elif all(c["status"] in (OK, EMBEDDED) for c in checks.values()):
         status = OK
@@ -223,17 +239,20 @@ def summary(data: dict[str, Any]) -> dict[str, Any]:
 def sees_details(request) -> bool:
     """Staff see the details: by their session, or by an API token (AuthenticationFailed for a refused one). A
     database that is down cannot say who is staff: then nobody is."""
-    from accounts.authentication import ApiTokenAuthentication
-
     try:
-        found = ApiTokenAuthentication().authenticate(request)
-        user = found[0] if found else request.user
+        user = api_request(request).user  # the API's own authentication classes: tokens, then the session
         return bool(user.is_active and user.is_staff)
     except exceptions.AuthenticationFailed:
         raise
     except Exception as exc:  # the database (sessions, tokens) is down: the summary, never a 500
         log.warning("healthz: could not tell who asks (%s); answering the summary", type(exc).__name__)
         return False
+
+
+def api_request(request) -> Request:
+    """The request as the API sees it, authenticated by settings.REST_FRAMEWORK's authentication classes (the
+    kernel names no app: the token class is found through the settings)."""
+    return Request(request, authenticators=[auth() for auth in api_settings.DEFAULT_AUTHENTICATION_CLASSES])
 
 
 @never_cache

@@ -18,5 +18,4 @@ def site_health():
 
 @register.filter
 def check_label(name: str) -> str:
-    return {"database": "Database", "broker": "Job queue (broker)", "workers": "Workers",
-            "cache": "Shared cache", "models": "Model server", "stuck": "Stuck jobs"}.get(name, name)
+    return health.label(name)

@@ -46,7 +46,7 @@ def is_long(job: Task) -> bool:
 
 def runner_for(job: Task) -> str:
     """Where `job` will run: celery, subprocess, thread or inline."""
-    chosen = getattr(settings, "JOB_RUNNER", "") or ""
+    chosen = settings.JOB_RUNNER or ""
     if chosen and chosen not in RUNNERS:
         raise ValueError(f"JOB_RUNNER={chosen!r}; expected one of {', '.join(RUNNERS)}")
     embedded = settings.CELERY_TASK_ALWAYS_EAGER
@@ -61,7 +61,7 @@ def dispatch(job: Task, *args: Any, on_failure: OnFailure | None = None) -> str:
     """Start `job(*args)` once the current transaction commits (JOB_RUNNER "inline": at once, in the caller).
     Returns the runner it chose."""
     how = runner_for(job)
-    if getattr(settings, "JOB_RUNNER", "") == "inline":
+    if settings.JOB_RUNNER == "inline":
         _start(how, job, args, on_failure)
     else:
         transaction.on_commit(lambda: _start(how, job, args, on_failure))

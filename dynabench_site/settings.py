@@ -16,6 +16,7 @@ from dynabench_site.env import (
     env_choice,
     env_header,
     env_int,
+    env_json_object,
     env_list,
     env_origins,
     env_path,
@@ -24,7 +25,8 @@ from dynabench_site.env import (
     env_str,
     env_url,
 )
-from zoo.serving import BACKENDS
+from zoo import explain_methods, stay_offline
+from zoo.serving import BACKENDS, DEFAULT_BACKEND
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var", base=BASE_DIR)
@@ -113,7 +115,7 @@ CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 10, minimum=1)
 
 # Models: MODEL_BACKEND names one of the model library's backends (zoo.serving.BACKENDS)
-MODEL_BACKEND = env_choice("MODEL_BACKEND", "inprocess", list(BACKENDS))
+MODEL_BACKEND = env_choice("MODEL_BACKEND", DEFAULT_BACKEND, list(BACKENDS))
 TORCHSERVE_URL = env_url("TORCHSERVE_URL", "http://127.0.0.1:8080", ["http", "https"])
 TORCHSERVE_MANAGEMENT_URL = env_url("TORCHSERVE_MANAGEMENT_URL", "http://127.0.0.1:8081", ["http", "https"])
 # TorchServe's token auth: the key_file.json it writes (compose shares it through a volume). Unset: auth is off.
@@ -123,10 +125,8 @@ DATA_DIR = env_path("DATA_DIR", BASE_DIR.parent / "shared" / "data", base=BASE_D
 # How long a submission waits for its verdict before answering 202 "pending".
 VERDICT_WAIT_SECONDS = float(env_int("VERDICT_WAIT_MS", 3000, minimum=0)) / 1000
 
-# Keep third-party caches inside the project's data folder, never in $HOME, and never reach a hub.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+# Keep third-party caches inside the project's data folder, never in $HOME, and never reach a hub (zoo.stay_offline).
+stay_offline()
 os.environ.setdefault("MPLCONFIGDIR", str(VAR_DIR / "cache" / "matplotlib"))
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(VAR_DIR / "cache" / "torchinductor"))
 
@@ -312,15 +312,23 @@ SCORING_RETRY_MAX_SECONDS = float(env_int("SCORING_RETRY_MAX_SECONDS", 20, minim
 TORCHSERVE_BATCH_SIZE = env_int("TORCHSERVE_BATCH_SIZE", 8, minimum=1)
 TORCHSERVE_MAX_BATCH_DELAY_MS = env_int("TORCHSERVE_MAX_BATCH_DELAY_MS", 5, minimum=0)
 TORCHSERVE_WORKERS = env_int("TORCHSERVE_WORKERS", 1, minimum=1)
-MODEL_EXPLANATION_METHOD = env_choice(
-    "MODEL_EXPLANATION_METHOD", "occlusion", ["occlusion", "input_x_gradient", "integrated_gradients"]
-)
+# The word map's method when a task names none: one of zoo.explain_methods' registry (torch-free to import).
+MODEL_EXPLANATION_METHOD = env_choice("MODEL_EXPLANATION_METHOD", explain_methods.DEFAULT_METHOD, explain_methods.METHODS)
 
 # Where long jobs run (dynabench_site.jobs): "" = Celery with a broker, a subprocess without.
 JOB_RUNNER = env_choice("JOB_RUNNER", "", ["", "celery", "subprocess", "thread", "inline"])
 # Round pipeline: upload limits, and when a silent run counts as stalled.
 ROUNDS_UPLOAD_MAX_MB = env_int("ROUNDS_UPLOAD_MAX_MB", 600, minimum=1)
 ROUNDS_PIPELINE_STALE_S = env_int("ROUNDS_PIPELINE_STALE_S", 1800, minimum=60)
+# An uploaded model evaluating for longer than this since its evaluation was queued is stuck (rounds.uploads.is_stuck:
+# its job was lost); evaluating one model takes seconds.
+ROUNDS_UPLOAD_STALE_S = env_int("ROUNDS_UPLOAD_STALE_S", 1800, minimum=60)
+# Defaults of every pipeline run's options (rounds.options.PipelineOptions: seeds, epochs, batch_size, recipe, k,
+# pool_max, ...), a JSON object; what a run is started with comes on top.
+ROUNDS_PIPELINE = env_json_object("ROUNDS_PIPELINE", {})
+# The cached-top recipe's settings for every task (modelzoo.ensemble_training.default_recipe: top_layers, lr,
+# epochs, ...), a JSON object on top of each head's defaults.
+MODELZOO_RECIPE = env_json_object("MODELZOO_RECIPE", {})
 # A running pipeline run silent for this long (its worker was killed mid-step) is queued again by the beat sweep
 # `rounds.resume_silent_pipelines` and taken over: the interrupted step runs again (every step is idempotent).
 ROUNDS_PIPELINE_TAKEOVER_S = env_int("ROUNDS_PIPELINE_TAKEOVER_S", 600, minimum=30)

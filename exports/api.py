@@ -16,6 +16,7 @@ from accounts import api as token_api
 from accounts.authentication import ApiTokenAuthentication
 from accounts.models import ApiToken
 from exports import access, services
+from exports.formats import DEFAULT_FORMAT, FORMATS
 from exports.models import DatasetSnapshot
 from exports.serializers import PublishSerializer, SnapshotListSerializer, SnapshotSerializer
 from tasks.access import TaskScopedMixin
@@ -67,7 +68,7 @@ class TaskDatasetView(TaskScopedMixin, APIView):
 
 
 FILE_PARAMS = [
-    OpenApiParameter("format", str, enum=["jsonl", "csv", "parquet"], description="file format (default jsonl)"),
+    OpenApiParameter("format", str, enum=list(FORMATS), description=f"file format (default {DEFAULT_FORMAT})"),
     OpenApiParameter("split", str, enum=["train", "dev", "test"], description="default train"),
     OpenApiParameter("version", str, description="latest (default), a version number, or live (owners)"),
 ]
@@ -93,13 +94,13 @@ class DatasetListView(TaskDatasetView):
 
 
 class RoundDatasetView(TaskDatasetView):
-    """GET …/rounds/{n}/dataset/?format=jsonl|csv|parquet&split=train|dev|test&version=latest|N|live"""
+    """GET …/rounds/{n}/dataset/?format=<a registered format>&split=train|dev|test&version=latest|N|live"""
 
     @extend_schema(parameters=FILE_PARAMS, responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})
     def get(self, request, slug: str, number: str) -> StreamingHttpResponse:
         task = self.get_task()
         round = self.get_round(task)
-        fmt = request.query_params.get("format", "jsonl")
+        fmt = request.query_params.get("format", DEFAULT_FORMAT)
         split = request.query_params.get("split", "train")
         version = request.query_params.get("version", "latest")
         if version == "live":

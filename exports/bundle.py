@@ -73,12 +73,13 @@ def _describe(folder: Path, path: Path, fmt: str, part: str, rows: int) -> dict:
     }
 
 
-def _zip(folder: Path, names: Iterable[str], sink: BinaryIO) -> None:
+def _zip(folder: Path, names: Iterable[str], sink: BinaryIO, stored: frozenset[str] = frozenset()) -> None:
+    """Zip `names` (paths under `folder`); those in `stored` (files of a format that is not compressible, e.g.
+    Parquet, already compressed) are stored as they are, the rest deflated."""
     with zipfile.ZipFile(sink, "w", allowZip64=True) as archive:
         for name in names:
             info = zipfile.ZipInfo(name, date_time=ZIP_DATE)
-            compressible = not name.endswith(".parquet")
-            info.compress_type = zipfile.ZIP_DEFLATED if compressible else zipfile.ZIP_STORED
+            info.compress_type = zipfile.ZIP_STORED if name in stored else zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
             with (folder / name).open("rb") as source, archive.open(info, "w", force_zip64=True) as target:
                 while block := source.read(HASH_CHUNK):
@@ -107,6 +108,7 @@ def write_bundle(
         sums = [*files, _describe(folder, folder / "README.md", "markdown", "card", 0)]
         (folder / "SHA256SUMS").write_text("".join(f"{f['sha256']}  {f['path']}\n" for f in sums))
         (folder / "manifest.json").write_text(json.dumps({"version": version, "files": sums}, indent=2))
-        _zip(folder, ["README.md", "SHA256SUMS", "manifest.json", *(f["path"] for f in files)], sink)
+        stored = frozenset(f["path"] for f in files if not get_format(f["format"]).compressible)
+        _zip(folder, ["README.md", "SHA256SUMS", "manifest.json", *(f["path"] for f in files)], sink, stored)
     content = hashlib.sha256("".join(f"{f['sha256']} {f['path']}\n" for f in files).encode()).hexdigest()
     return BundleResult(content, {part: stats.rows[part] for part in parts}, files)

@@ -12,6 +12,7 @@ from django.template.loader import render_to_string
 
 from annotation.models import Example
 from exports.agreement import round_agreement
+from exports.formats import DEFAULT_FORMAT, get_format
 from exports.records import decoded
 from tasks.models import Round
 from validation.models import ReliabilityRun
@@ -97,7 +98,7 @@ def render_card(info: CardInfo) -> str:
         "splits": config.splits,
         "files": info.files,
         "yaml_files": [f for f in data_files if f["part"] != "excluded" and f["rows"]],
-        "loader": data_files[0]["format"].replace("jsonl", "json") if data_files else "json",
+        "loader": get_format(data_files[0]["format"] if data_files else DEFAULT_FORMAT).datasets_loader,
         "licence_json": json.dumps(config.dataset.licence),
         "name_json": json.dumps(f"{task.name} round {info.round.number}"),
     }

@@ -16,13 +16,13 @@ from dynabench_site.errors import InvalidInput, Unavailable
 from dynabench_site.text import quote
 from exports import splits
 from exports.bundle import BundleResult, sha256_file, write_bundle
-from exports.formats import get_format
+from exports.formats import FORMATS, get_format
 from exports.models import DatasetSnapshot
 from exports.streaming import stream_file, stream_records, stream_zip_member
 from tasks.models import Round, Task
 from validation import reliability
 
-DEFAULT_FORMATS = ("jsonl", "csv", "parquet")
+DEFAULT_FORMATS = tuple(FORMATS)  # a bundle holds every registered format unless asked otherwise
 
 
 class ExportError(InvalidInput, ValueError):
@@ -43,7 +43,7 @@ class Download:
 
 
 def export_root() -> Path:
-    root = Path(getattr(settings, "EXPORTS_DIR", None) or Path(settings.VAR_DIR) / "exports")
+    root = Path(settings.EXPORTS_DIR)
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -44,7 +44,7 @@ def default_recipe(task, **overrides: Any) -> RecipeSpec:
     head = get_head(task.kind_impl.head)
     base: dict[str, Any] = {"head": head.name, "labels": list(task.typed_config.labels) if head.labelled else []}
     base.update(head.recipe_defaults)
-    base.update(getattr(settings, "MODELZOO_RECIPE", {}) or {})
+    base.update(settings.MODELZOO_RECIPE)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return RecipeSpec(**base)
 

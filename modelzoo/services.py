@@ -21,7 +21,7 @@ from modelzoo.serving import ModelRef, get_backend
 from tasks.models import payload_hash
 from zoo import training
 from zoo.aggregation import get_strategy
-from zoo.explain import DEFAULT_METHOD, METHODS
+from zoo.explain_methods import DEFAULT_METHOD, METHODS
 from zoo.heads import get_head
 from zoo.runtime import ZOO_FILE, read_meta
 from zoo.training import Progress, TrainExample, TrainSpec
@@ -64,6 +64,12 @@ def transition(version: ModelVersion, to: str, **fields: Any) -> ModelVersion:
 
 def active_ensemble(round_) -> Ensemble | None:
     return Ensemble.objects.filter(round=round_, active=True).first()
+
+
+def active_members(round_) -> list[ModelVersion]:
+    """The members of `round_`'s active ensemble, in order; [] when there is no round or no ensemble."""
+    ensemble = active_ensemble(round_) if round_ is not None else None
+    return ensemble.ordered_members() if ensemble is not None else []
 
 
 def deploy_ensemble(round_, versions: Sequence[ModelVersion], strategy: str | None = None) -> Ensemble:
@@ -122,7 +128,7 @@ def explanation_method(task=None) -> str:
     """The task's explanation method (`explanation_method` in its settings), else
     `settings.MODEL_EXPLANATION_METHOD`, else word occlusion."""
     configured = getattr(getattr(task, "typed_config", None), "explanation_method", None) if task is not None else None
-    method = configured or getattr(settings, "MODEL_EXPLANATION_METHOD", DEFAULT_METHOD)
+    method = configured or settings.MODEL_EXPLANATION_METHOD
     return method if method in METHODS else DEFAULT_METHOD
 
 

@@ -16,8 +16,10 @@ _lock = threading.Lock()
 
 
 def setting(name: str, default: Any = None) -> Any:
-    """A backend's setting, from the Django settings (the library reads its settings by name: `zoo.serving.base`)."""
-    return getattr(settings, name, default)
+    """A backend's setting, from the Django settings (the library reads its settings by name: `zoo.serving.base`).
+    Every one is defined in dynabench_site/settings.py, so the library's `default` (for its use without the site)
+    is not used here."""
+    return getattr(settings, name)
 
 
 def make_backend(name: str) -> Backend:

@@ -23,3 +23,10 @@ class RoundsConfig(AppConfig):
         # An ensemble deployed outside the pipeline (demo models, train_model --deploy) is scored at once, so
         # the leaderboard ranks the in-loop models from the moment their round opens.
         ensemble_deployed.connect(_evaluate_deployed, dispatch_uid="rounds-evaluate-deployed-ensemble")
+
+        from dynabench_site import health
+        from rounds.health import stuck_pipelines, stuck_uploads
+
+        # /healthz's stuck work: pipeline runs and uploads, by the rules of the console (rounds.health).
+        health.register_stuck("pipelines", stuck_pipelines, order=20)
+        health.register_stuck("uploads_evaluating_too_long", stuck_uploads, order=30)

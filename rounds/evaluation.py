@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
-from modelzoo.services import predict_with
+from modelzoo.services import active_members, predict_with
 from modelzoo.serving import ModelRef, get_backend
 from rounds import datasets
 from rounds.models import ResearcherModel
@@ -21,6 +21,7 @@ from tasks.models import Round, Task
 from zoo.aggregation import get_strategy
 from zoo.data import LabelledSet
 from zoo.heads import get_head
+from zoo.serving.inprocess import InProcessBackend
 from zoo.types import BackendError
 
 Log = Callable[[str], None]
@@ -78,7 +79,7 @@ class PredictionCache:
         """Predict the models among `versions` that have the same head together, in one backend call per batch:
         members that share a frozen trunk (cached-top, found by the backend comparing their tensors:
         `zoo.trunk`) run it once per batch. Each model is charged an equal share of the time."""
-        if getattr(get_backend(), "name", "") != "inprocess" or not labelled.inputs:
+        if getattr(get_backend(), "name", "") != InProcessBackend.name or not labelled.inputs:
             return
         groups: dict[str, list[ModelVersion]] = {}
         for version in versions:
@@ -202,8 +203,7 @@ def evaluate_round_ensemble(round_: Round, log: Log = print) -> dict[str, Any]:
     pipeline (`modelzoo.signals.ensemble_deployed`: the demo models, `train_model --deploy`), so the
     leaderboard is never empty while a round is open and an upload cannot outrank unevaluated models.
     Idempotent: pairs already scored on a set of the same size are skipped."""
-    ensemble = Ensemble.objects.filter(round=round_, active=True).first()
-    members = ensemble.ordered_members() if ensemble else []
+    members = active_members(round_)
     task, cache, counts = round_.task, PredictionCache(), {"evaluations": 0, "ensemble_scores": 0}
     for name in datasets.test_sets(task) if members else []:
         labelled = datasets.load(task, name)

@@ -36,7 +36,7 @@ class BadOptions(InvalidInput):
 
 def pipeline_options(overrides: dict[str, Any] | None = None) -> PipelineOptions:
     """Defaults, then settings.ROUNDS_PIPELINE, then the caller's overrides."""
-    merged = {**getattr(settings, "ROUNDS_PIPELINE", {}), **(overrides or {})}
+    merged = {**settings.ROUNDS_PIPELINE, **(overrides or {})}
     try:
         return PipelineOptions.model_validate(merged)
     except ValidationError as exc:

@@ -40,7 +40,7 @@ def create_steps(run: PipelineRun) -> None:
 
 
 def takeover_after_s() -> int:
-    return int(getattr(settings, "ROUNDS_PIPELINE_TAKEOVER_S", 600))
+    return int(settings.ROUNDS_PIPELINE_TAKEOVER_S)
 
 
 def claim(run_id: int) -> PipelineRun | None:
@@ -137,7 +137,7 @@ def fail_unqueued(run_id: int, error: Exception) -> bool:
 
 
 def stale_after_s() -> int:
-    return int(getattr(settings, "ROUNDS_PIPELINE_STALE_S", 1800))
+    return int(settings.ROUNDS_PIPELINE_STALE_S)
 
 
 def is_stale(run: PipelineRun) -> bool:

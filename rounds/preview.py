@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exports import splits
-from modelzoo.services import active_ensemble
+from modelzoo.services import active_members
 from rounds.datasets import BASE_TEST, dataset_label
 from rounds.models import ResearcherModel
 from rounds.options import pipeline_options
@@ -84,8 +84,7 @@ def close_preview(task: Task) -> ClosePreview:
         validation_continues=task.typed_config.validation.continue_after_close,
         retrain_anyway=task.typed_config.retraining.retrain_without_new_data,
     )
-    ensemble = active_ensemble(closing) if closing else None
-    live = ensemble.ordered_members() if ensemble else []
+    live = active_members(closing)
     if live:
         since = min(v.created_at for v in live)
         preview.live_models = len(live)

@@ -30,7 +30,7 @@ from django.test.utils import override_settings
 from annotation.services import Submission, submit
 from dynabench_site.errors import DomainError
 from modelzoo.models import ModelVersion
-from modelzoo.services import active_ensemble, predict_with
+from modelzoo.services import active_members, predict_with
 from rounds import services
 from rounds.models import PipelineRun
 from tasks import guidelines, roles
@@ -239,9 +239,7 @@ def context_for(task: Task, payload: dict[str, Any]) -> Context | None:
 
 
 def live_members(task: Task) -> list[ModelVersion]:
-    round_ = task.current_round
-    ensemble = active_ensemble(round_) if round_ else None
-    return ensemble.ordered_members() if ensemble else []
+    return active_members(task.current_round)
 
 
 def simulate(task: Task, source: Path, heldout: Path, *, writers: int = 4, validators: int = 3,

@@ -1,7 +1,7 @@
 """The pipeline's steps. Each is idempotent: run twice, it does its work once and reports the same outcome.
 
 Each step is a thin call into the module that owns the work (exports for splits, the model zoo for
-training and deployment, hardness for seeding, `tasks.rounds` for round transitions), so wiring a module in
+training and deployment, hardness for seeding, `tasks.round_state` for round transitions), so wiring a module in
 is a one-line change here.
 """
 
@@ -11,11 +11,11 @@ from typing import Any
 
 from exports import splits
 from modelzoo.models import ModelVersion
-from modelzoo.services import active_ensemble, deploy_ensemble
+from modelzoo.services import active_ensemble, active_members, deploy_ensemble
 from rounds import evaluation, seeding, training
 from rounds.context import StepContext
 from rounds.models import PipelineRun, ResearcherModel
-from tasks import rounds
+from tasks import round_state
 from tasks.models import LabeledItem, Round
 
 
@@ -29,7 +29,7 @@ def next_round(ctx: StepContext) -> Round:
     if run.to_round_id is not None:
         return Round.objects.get(pk=run.to_round_id)
     number = (run.from_round.number + 1) if run.from_round else 1
-    round_ = rounds.draft_round(run.task, number)
+    round_ = round_state.draft_round(run.task, number)
     PipelineRun.objects.filter(pk=run.pk).update(to_round=round_)
     run.to_round = round_
     return round_
@@ -42,7 +42,7 @@ def freeze(ctx: StepContext) -> dict[str, Any]:
         return {}
     round_.refresh_from_db()
     if round_.status == Round.Status.OPEN:
-        rounds.close_round(round_)
+        round_state.close_round(round_)
         ctx.log(f"round {round_.number} closed: it takes no new examples")
     else:
         ctx.log(f"round {round_.number} was already {round_.status}")
@@ -62,9 +62,7 @@ def assign_splits(ctx: StepContext) -> dict[str, Any]:
 
 def live_members(ctx: StepContext) -> list[ModelVersion]:
     """The ensemble in the loop of the closing round (none before the first round)."""
-    source = ctx.run.from_round
-    ensemble = active_ensemble(source) if source is not None else None
-    return ensemble.ordered_members() if ensemble is not None else []
+    return active_members(ctx.run.from_round)
 
 
 def new_training_rows(ctx: StepContext, live: list[ModelVersion]) -> int:
@@ -175,11 +173,11 @@ def deploy(ctx: StepContext) -> dict[str, Any]:
     return {"ensemble": ids}
 
 
-def open_round(ctx: StepContext) -> dict[str, Any]:
+def open_next(ctx: StepContext) -> dict[str, Any]:
     target = next_round(ctx)
     target.refresh_from_db()
     if target.status == Round.Status.DRAFT:
-        rounds.open_round(target)
+        round_state.open_draft(target)
         ctx.log(f"round {target.number} is open")
     else:
         ctx.log(f"round {target.number} was already {target.status}")
@@ -211,5 +209,5 @@ STEPS = [
     ("compare", "Compare the new ensemble with the live one", compare),
     ("seed", "Seed the next round (hardness)", seed),
     ("deploy", "Deploy the new ensemble", deploy),
-    ("open", "Open the next round", open_round),
+    ("open", "Open the next round", open_next),
 ]

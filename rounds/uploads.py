@@ -78,7 +78,7 @@ class Checked:
 
 
 def max_total_bytes() -> int:
-    return int(getattr(settings, "ROUNDS_UPLOAD_MAX_MB", 600) * MB)
+    return int(settings.ROUNDS_UPLOAD_MAX_MB * MB)
 
 
 def can_upload(user, task: Task) -> bool:
@@ -183,10 +183,6 @@ def read_header(file: UploadedFileLike) -> dict[str, dict[str, Any]]:
     return tensors
 
 
-def check_safetensors(file: UploadedFileLike) -> None:
-    read_header(file)
-
-
 def check_tokenizer(files: Sequence[UploadedFileLike]) -> None:
     for file in files:
         if file.name in {"tokenizer_config.json", "special_tokens_map.json", "added_tokens.json"}:
@@ -267,7 +263,7 @@ def enqueue_evaluation(upload: ResearcherModel) -> None:
 
 
 def stale_after_s() -> int:
-    return int(getattr(settings, "ROUNDS_UPLOAD_STALE_S", 1800))
+    return int(settings.ROUNDS_UPLOAD_STALE_S)
 
 
 def is_stuck(upload: ResearcherModel) -> bool:

@@ -19,7 +19,7 @@ from annotation.models import Example
 from dynabench_site import bodylimit
 from dynabench_site.pages import back_url, returns_to
 from dynabench_site.params import whole_number
-from modelzoo.services import active_ensemble
+from modelzoo.services import active_members
 from rounds import dashboard, leaderboard, preview, services, uploads
 from rounds.forms import DynascoreForm, UploadForm
 from rounds.models import PipelineRun, ResearcherModel
@@ -77,10 +77,9 @@ def console_health(request, slug: str):
 
 def task_health(task: Task) -> dict[str, Any]:
     round_ = task.current_round
-    ensemble = active_ensemble(round_) if round_ else None
     examples = Example.objects.filter(round=round_) if round_ else Example.objects.none()
     return {
-        "round": round_, "members": ensemble.ordered_members() if ensemble else [],
+        "round": round_, "members": active_members(round_),
         "pending": examples.filter(scoring_state=Example.Scoring.PENDING).count(),
         "failed": examples.filter(scoring_state=Example.Scoring.FAILED).count(),
         "last_run": (last := PipelineRun.objects.filter(task=task).first()),

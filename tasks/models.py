@@ -102,7 +102,7 @@ class Task(models.Model):
 
 
 class Round(models.Model):
-    """A round of collection. Its status moves only through `tasks.rounds` (draft -> open -> closed)."""
+    """A round of collection. Its status moves only through `tasks.round_state` (draft -> open -> closed)."""
 
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"

@@ -1,4 +1,4 @@
-"""Use cases for tasks and rounds. Round transitions themselves are `tasks.rounds`."""
+"""Use cases for tasks and rounds. Round transitions themselves are `tasks.round_state`."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
-from tasks import rounds
+from tasks import round_state
 from tasks.models import Round, Task
 
 
@@ -24,8 +24,8 @@ def open_next_round(task: Task, description: str = "") -> Round:
     """Close the open round (if any), then create the next round and open it, in one transaction.
 
     Without retraining: the round pipeline (`rounds.services.start_pipeline`) is the way with models."""
-    rounds.lock_task(task.pk)
+    round_state.lock_task(task.pk)
     current = task.current_round
     if current is not None:
-        rounds.close_round(current)
-    return rounds.open_round(rounds.draft_round(task, description=description))
+        round_state.close_round(current)
+    return round_state.open_draft(round_state.draft_round(task, description=description))

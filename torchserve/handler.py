@@ -47,6 +47,7 @@ class ZooHandler(BaseHandler):
             sys.path.insert(0, model_dir)
         # Importable only now: the archive's own copy of the library (`zoo/`) sits in model_dir.
         from zoo import explain as zoo_explain
+        from zoo.flags import integer
         from zoo.runtime import Predictor, configure_threads, load_model, read_meta
         from zoo.trunk import SharedEnsemble, sharing_enabled
 
@@ -67,7 +68,7 @@ class ZooHandler(BaseHandler):
             self.predictors.append(Predictor(load_model(folder, meta["head"]), tokenizers[key], meta))
             self.member_ids.append(member.get("id"))
         self.ensemble = SharedEnsemble(self.predictors, share=share and sharing_enabled())
-        wanted = int(os.environ.get("ZOO_MEMBER_THREADS", "0")) or min(len(self.predictors), os.cpu_count() or 1)
+        wanted = integer("ZOO_MEMBER_THREADS", 0, minimum=0) or min(len(self.predictors), os.cpu_count() or 1)
         self.pool = ThreadPoolExecutor(max_workers=max(1, wanted), thread_name_prefix="member") if wanted > 1 else None
         if self.ensemble is not None:
             self.ensemble.pool = self.pool  # members' top layers in parallel after their shared trunk
@@ -103,7 +104,7 @@ class ZooHandler(BaseHandler):
                 replies[i] = self._error(i, 400, f"cannot explain this input: {exc!r}")
 
     def _explain(self, body: dict[str, Any]) -> Any:
-        method = body.get("method", getattr(self.explain_module, "DEFAULT_METHOD", "input_x_gradient"))
+        method = body.get("method", self.explain_module.DEFAULT_METHOD)  # the archive's own zoo.explain_methods
         target = body.get("target")
         if body.get("ensemble"):
             explain_ensemble = getattr(self.explain_module, "explain_ensemble", None)

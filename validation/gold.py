@@ -112,7 +112,3 @@ def standings(task: Task) -> list[Standing]:
     names = dict(get_user_model().objects.filter(pk__in=[r["validator"] for r in rows]).values_list("pk", "username"))
     found = [_standing(task, r["validator"], names.get(r["validator"], "?"), r["answered"], r["correct"]) for r in rows]
     return sorted(found, key=lambda s: (not s.blocked, s.accuracy if s.accuracy is not None else 2, s.username))
-
-
-def blocked_ids(task: Task) -> set[int]:
-    return {s.user_id for s in standings(task) if s.blocked}

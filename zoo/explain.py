@@ -26,27 +26,29 @@ convergence delta recorded). Which logits they attribute is the head spec's choi
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
 from zoo import precision
+
+# The methods, their names and labels: zoo.explain_methods (torch-free, so the site's settings read it too);
+# DEFAULT_METHOD, METHODS and METHOD_NAMES are read here too (the TorchServe handler, zoo.runtime).
+from zoo.explain_methods import DEFAULT_METHOD as DEFAULT_METHOD
+from zoo.explain_methods import INPUT_X_GRADIENT, INTEGRATED_GRADIENTS, METHOD_SPECS, OCCLUSION, check_method
+from zoo.explain_methods import METHOD_NAMES as METHOD_NAMES
+from zoo.explain_methods import METHODS as METHODS
+from zoo.flags import choice
 from zoo.trunk import SharedEnsemble
 
-OCCLUSION = "occlusion"
-FAST = "input_x_gradient"
-IG = "integrated_gradients"
-METHODS = (OCCLUSION, FAST, IG)
-DEFAULT_METHOD = OCCLUSION
-METHOD_NAMES = {OCCLUSION: "word occlusion", FAST: "input × gradient", IG: "integrated gradients"}
 IG_MAX_STEPS = 32  # Gauss-Legendre: delta ~1e-5 at 32 steps on a 20-token input (1e-2 at 8)
 IG_MIN_STEPS = 8
 IG_TOKEN_BUDGET = 768  # steps x tokens per attribution: long inputs get fewer steps
 
 
 OCCLUSION_PRECISION_ENV = "ZOO_OCCLUSION_PRECISION"  # auto (default) | bf16 | fp32
+PRECISION_ALIASES = {"float32": "fp32", "off": "fp32", "0": "fp32", "bfloat16": "bf16"}
 BF16_MIN_ROWS = 4  # a batch this small is cheaper in fp32 (measured: one 24-token row, 8 ms fp32 vs 12 ms bf16)
 
 
@@ -55,10 +57,10 @@ def occlusion_dtype(rows: int) -> torch.dtype | None:
     (AMX or AVX-512 BF16: 2.3x faster on a 20-row batch here, docs/benchmarks/modelzoo.md) and the batch has at
     least BF16_MIN_ROWS rows; else None (float32). `ZOO_OCCLUSION_PRECISION=fp32` or `bf16` forces one. The
     verdict itself is always computed in float32; only the map's perturbed rows (and its row 0) use this."""
-    wanted = os.environ.get(OCCLUSION_PRECISION_ENV, "auto").strip().lower()
-    if wanted in ("fp32", "float32", "off", "0"):
+    wanted = choice(OCCLUSION_PRECISION_ENV, "auto", ("auto", "bf16", "fp32"), aliases=PRECISION_ALIASES)
+    if wanted == "fp32":
         return None
-    if wanted in ("bf16", "bfloat16"):
+    if wanted == "bf16":
         return torch.bfloat16
     if rows >= BF16_MIN_ROWS and precision.native_bf16():
         return torch.bfloat16
@@ -67,11 +69,6 @@ def occlusion_dtype(rows: int) -> torch.dtype | None:
 
 def ig_steps(n_tokens: int) -> int:
     return max(IG_MIN_STEPS, min(IG_MAX_STEPS, IG_TOKEN_BUDGET // max(n_tokens, 1)))
-
-
-def check_method(method: str) -> None:
-    if method not in METHODS:
-        raise ValueError(f"unknown explanation method {method!r}; known: {', '.join(METHODS)}")
 
 
 # -- the ensemble -----------------------------------------------------------------------------------
@@ -132,8 +129,8 @@ def legend(method: str, result: dict[str, Any], spec: Any, members: int) -> str:
                   "colour)" if grouped > 1 else "")
         return (f"green = removing this word lowers the models' confidence in {what}{at}; red = removing it raises "
                 f"it; method: word occlusion over {models}{groups}")
-    kind = "input × gradient (an approximation: its sign can mislead)" if method == FAST else \
-        "integrated gradients from a blank ([PAD]) input"
+    named = METHOD_SPECS[method]
+    kind = f"{named.about} (an approximation: its sign can mislead)" if named.approximate else named.about
     return f"green = pushes the models' score towards {what}; red = pushes away from it; method: {kind}, averaged over {models}"
 
 
@@ -383,9 +380,7 @@ def _worst(deltas: list[float | None]) -> float | None:
 
 
 def attribute(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable, method: str) -> dict[str, Any]:
-    if method == FAST:
-        return input_x_gradient(model, args, pick)
-    return integrated_gradients(model, args, pick)
+    return GRADIENTS[method](model, args, pick)
 
 
 def input_x_gradient(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable) -> dict[str, Any]:
@@ -415,6 +410,13 @@ def integrated_gradients(model: torch.nn.Module, args: dict[str, torch.Tensor], 
         n_steps=steps, internal_batch_size=steps, return_convergence_delta=True,
     )
     return {"scores": attributions.sum(-1)[0].detach().tolist(), "delta": float(delta.abs().max()), "steps": steps}
+
+
+# The gradient methods' functions, by name (occlusion, the default, is a branch of its own above).
+GRADIENTS: dict[str, Callable[..., dict[str, Any]]] = {
+    INPUT_X_GRADIENT: input_x_gradient,
+    INTEGRATED_GRADIENTS: integrated_gradients,
+}
 
 
 def baseline_ids(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:

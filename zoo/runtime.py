@@ -13,20 +13,20 @@ An artifact folder holds `config.json` + `model.safetensors` (Hugging Face layou
 from __future__ import annotations
 
 import json
-import os
 import threading
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+from zoo import stay_offline
+
+stay_offline()  # before transformers is imported
 
 import torch  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 from transformers.utils import logging as hf_logging  # noqa: E402
 
 from zoo import explain as _explain  # noqa: E402
+from zoo.flags import integer  # noqa: E402
 from zoo.heads import get_head  # noqa: E402
 from zoo.heads.base import HeadSpec  # noqa: E402
 from zoo.trunk import SharedEnsemble  # noqa: E402
@@ -40,7 +40,7 @@ def configure_threads() -> int:
     """Torch intra-op threads for this process: ZOO_TORCH_THREADS, default 1. On a small shared machine two
     threads spin-wait for each other whenever one is descheduled: measured 12x slower forward passes under
     load than one thread. 0 leaves torch's own choice."""
-    wanted = int(os.environ.get("ZOO_TORCH_THREADS", "1"))
+    wanted = integer("ZOO_TORCH_THREADS", 1, minimum=0)
     if wanted > 0 and torch.get_num_threads() != wanted:
         torch.set_num_threads(wanted)
     return torch.get_num_threads()

@@ -26,7 +26,6 @@ import contextlib
 import copy
 import hashlib
 import json
-import os
 import threading
 import weakref
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from typing import Any
 import torch
 
 from zoo import precision
+from zoo.flags import flag
 
 # Configuration keys that decide what the embeddings and the encoder layers compute (besides their weights).
 TRUNK_CONFIG_KEYS = ("hidden_size", "num_attention_heads", "intermediate_size", "hidden_act", "layer_norm_eps",
@@ -46,7 +46,7 @@ TRUNK_CONFIG_KEYS = ("hidden_size", "num_attention_heads", "intermediate_size", 
 
 
 def sharing_enabled() -> bool:
-    return os.environ.get("ZOO_SHARE_TRUNK", "1").strip().lower() not in ("0", "false", "no", "off")
+    return flag("ZOO_SHARE_TRUNK", True)
 
 
 @dataclass
@@ -122,7 +122,7 @@ def tail_view(model: torch.nn.Module, k: int, first_token: bool | None = None) -
 
 
 def first_token_enabled() -> bool:
-    return os.environ.get("ZOO_FIRST_TOKEN", "1").strip().lower() not in ("0", "false", "no", "off")
+    return flag("ZOO_FIRST_TOKEN", True)
 
 
 def reads_first_token_only(model: torch.nn.Module) -> bool:

@@ -1,4 +1,10 @@
-"""Export formats as a registry of strategies: adding a format is adding one module and one line here."""
+"""Export formats as a registry of strategies: adding a format is adding one module and one line here.
+
+Every list of formats follows from `FORMATS` (in registration order): the API's `format` enum and the publish
+serializer's choices (exports/api.py, serializers.py), the formats a bundle holds by default
+(`services.DEFAULT_FORMATS`), `export_round --format`, the download links. What differs per format (extension,
+media type, compressible in a zip, the `datasets` loader the card names) is the format's own attribute.
+"""
 
 from __future__ import annotations
 
@@ -30,4 +36,6 @@ def get_format(name: str) -> ExportFormat:
 for _fmt in (JsonlFormat(), CsvFormat(), ParquetFormat()):
     register(_fmt)
 
-__all__ = ["FORMATS", "ExportFormat", "RecordWriter", "UnknownFormat", "get_format", "register"]
+DEFAULT_FORMAT = JsonlFormat.name  # a file asked for without `format`
+
+__all__ = ["DEFAULT_FORMAT", "FORMATS", "ExportFormat", "RecordWriter", "UnknownFormat", "get_format", "register"]

@@ -18,10 +18,15 @@ class RecordWriter(Protocol):
 class ExportFormat(ABC):
     """One file format. Registered in exports.formats; stateless, so one instance serves every export."""
 
-    name: ClassVar[str]
+    name: ClassVar[str]  # what `?format=`, `--format` and snapshots say; the registry's key
     extension: ClassVar[str]
     media_type: ClassVar[str]
-    compressible: ClassVar[bool] = True
+    compressible: ClassVar[bool] = True  # False: already compressed, so a bundle stores it as it is
+    loader: ClassVar[str] = ""  # the Hugging Face `datasets` builder that reads it (the card); "": `name`
+
+    @property
+    def datasets_loader(self) -> str:
+        return self.loader or self.name
 
     @abstractmethod
     def writer(self, sink: BinaryIO) -> RecordWriter:

@@ -53,6 +53,7 @@ class JsonlFormat(ExportFormat):
     name = "jsonl"
     extension = "jsonl"
     media_type = "application/x-ndjson"
+    loader = "json"  # `datasets` reads JSON lines with its json builder
 
     def writer(self, sink: BinaryIO) -> JsonlWriter:
         return JsonlWriter(sink)

@@ -14,7 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dynabench_site.errors import InvalidInput
 from dynabench_site.text import text_problem
+from zoo import explain_methods
 
+# The explanation methods a task may name, as a Literal (an enum in the schema, a choice on the settings page).
+ExplanationMethod = Literal[explain_methods.METHODS]  # type: ignore[valid-type]
 RATE_RE = re.compile(r"^\d+/(s|sec|m|min|h|hour|d|day)$")
 
 
@@ -138,8 +141,9 @@ class TaskConfig(_Strict):
     sampling: Literal["least_used", "hardness_first", "uniform"] = "hardness_first"
     submission_rate: str = "30/min"
     # How the verdict's word map is made (zoo.explain): word occlusion over the ensemble (faithful by
-    # construction), or the gradient methods input x gradient / integrated gradients.
-    explanation_method: Literal["occlusion", "input_x_gradient", "integrated_gradients"] = "occlusion"
+    # construction), or the gradient methods input x gradient / integrated gradients; the choices are
+    # zoo.explain_methods' registry.
+    explanation_method: ExplanationMethod = explain_methods.DEFAULT_METHOD
     validation: ValidationSettings = Field(default_factory=ValidationSettings)
     splits: SplitSettings = Field(default_factory=SplitSettings)
     dataset: DatasetSettings = Field(default_factory=DatasetSettings)

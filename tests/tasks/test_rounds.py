@@ -2,7 +2,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from dynabench_site.errors import Conflict
-from tasks import rounds
+from tasks import round_state
 from tasks.models import Round
 from tasks.services import open_next_round
 from tests.factories import RoundFactory, TaskFactory
@@ -50,11 +50,11 @@ def test_round_numbers_are_unique_per_task():
 @pytest.mark.django_db
 def test_a_round_goes_from_draft_to_open_to_closed_with_its_dates():
     task = TaskFactory()
-    round_ = rounds.draft_round(task, description="first")
+    round_ = round_state.draft_round(task, description="first")
     assert (round_.number, round_.status, round_.opened_at) == (1, "draft", None)
-    rounds.open_round(round_)
+    round_state.open_draft(round_)
     assert round_.status == "open" and round_.opened_at is not None
-    rounds.close_round(round_)
+    round_state.close_round(round_)
     round_.refresh_from_db()
     assert round_.status == "closed" and round_.closed_at >= round_.opened_at
 
@@ -63,10 +63,10 @@ def test_a_round_goes_from_draft_to_open_to_closed_with_its_dates():
 @pytest.mark.parametrize(
     ("status", "move", "message"),
     [
-        ("draft", rounds.close_round, "round 1 is draft; it cannot become closed"),
-        ("open", rounds.open_round, "round 1 is open; it cannot become open"),
-        ("closed", rounds.open_round, "round 1 is closed; it cannot become open"),
-        ("closed", rounds.close_round, "round 1 is closed; it cannot become closed"),
+        ("draft", round_state.close_round, "round 1 is draft; it cannot become closed"),
+        ("open", round_state.open_draft, "round 1 is open; it cannot become open"),
+        ("closed", round_state.open_draft, "round 1 is closed; it cannot become open"),
+        ("closed", round_state.close_round, "round 1 is closed; it cannot become closed"),
     ],
 )
 def test_any_other_round_transition_is_refused_as_a_conflict(status, move, message):
@@ -81,14 +81,14 @@ def test_any_other_round_transition_is_refused_as_a_conflict(status, move, messa
 def test_a_draft_cannot_open_while_another_round_of_the_task_is_open():
     task = TaskFactory()
     RoundFactory(task=task, number=1, status=Round.Status.OPEN)
-    draft = rounds.draft_round(task)
+    draft = round_state.draft_round(task)
     with pytest.raises(Conflict, match="round 1 of this task is open; close it before opening round 2"):
-        rounds.open_round(draft)
+        round_state.open_draft(draft)
     assert Round.objects.get(pk=draft.pk).status == "draft"
 
 
 @pytest.mark.django_db
 def test_a_draft_round_is_created_once():
     task = TaskFactory()
-    assert rounds.draft_round(task, 3) == rounds.draft_round(task, 3)
-    assert rounds.draft_round(task).number == 4
+    assert round_state.draft_round(task, 3) == round_state.draft_round(task, 3)
+    assert round_state.draft_round(task).number == 4

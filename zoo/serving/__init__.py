@@ -13,9 +13,13 @@ from zoo.serving.inprocess import InProcessBackend
 from zoo.serving.torchserve import TorchServeBackend
 
 BACKENDS: dict[str, type[Backend]] = {
-    "inprocess": InProcessBackend,  # models loaded into this process (the default)
-    "torchserve": TorchServeBackend,  # TorchServe over HTTP, one TorchServe model per ensemble
+    backend.name: backend
+    for backend in (
+        InProcessBackend,  # models loaded into this process (the default)
+        TorchServeBackend,  # TorchServe over HTTP, one TorchServe model per ensemble
+    )
 }
+DEFAULT_BACKEND = InProcessBackend.name
 
 
 def make_backend(name: str, config: Config = environ) -> Backend:
@@ -27,4 +31,4 @@ def make_backend(name: str, config: Config = environ) -> Backend:
     return backend.from_config(config)
 
 
-__all__ = ["BACKENDS", "Backend", "BackendError", "ModelRef", "environ", "make_backend"]
+__all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendError", "ModelRef", "environ", "make_backend"]

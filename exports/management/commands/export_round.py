@@ -1,4 +1,4 @@
-"""python manage.py export_round <task> <round> --format jsonl|csv|parquet|bundle --out PATH"""
+"""python manage.py export_round <task> <round> --format <a registered format>|bundle --out PATH"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from exports import services, splits
 from exports.bundle import write_bundle
-from exports.formats import FORMATS, get_format
+from exports.formats import DEFAULT_FORMAT, FORMATS, get_format
 from exports.streaming import stream_records
 from tasks.models import Task
 from validation import reliability
@@ -20,7 +20,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("task", help="task slug")
         parser.add_argument("round", help="round number")
-        parser.add_argument("--format", default="jsonl", choices=[*FORMATS, "bundle"])
+        parser.add_argument("--format", default=DEFAULT_FORMAT, choices=[*FORMATS, "bundle"])
         parser.add_argument("--split", action="append", choices=splits.SPLITS, help="repeat for several; default all")
         parser.add_argument(
             "--out", required=True, help="a folder for split files; a .zip path (or folder) for a bundle"

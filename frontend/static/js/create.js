@@ -268,7 +268,8 @@
     return score >= 0 ? `rgba(44, 160, 44, ${a})` : `rgba(214, 39, 40, ${a})`;
   }
 
-  const METHOD_NAMES = { occlusion: "word occlusion", input_x_gradient: "input × gradient", integrated_gradients: "integrated gradients" };
+  // The explanation methods' labels come with the page's config (zoo.explain_methods, the one registry).
+  const METHOD_NAMES = Object.fromEntries((cfg.explanation_methods || []).map((m) => [m.name, m.label]));
 
   // The map follows the verdict (a job of its own): "pending" shows a note and polls, "unavailable" says why
   // and offers to ask again.

@@ -32,7 +32,7 @@ def draft_round(task: Task, number: int | None = None, description: str = "") ->
     return round_
 
 
-def open_round(round_: Round) -> Round:
+def open_draft(round_: Round) -> Round:
     """draft -> open; refused while another round of the task is open."""
     return transition(round_, Status.OPEN)
 
