@@ -24,7 +24,7 @@ migrate: $(STAMP)
 	$(PY) manage.py migrate --noinput
 
 demo: migrate
-	$(PY) manage.py load_demo
+	$(PY) manage.py load_demo --base-data
 
 # Development mode is explicit: DEBUG defaults to false everywhere else (docs/SECURITY.md).
 # The site answers within seconds; the demo models train in the background (cheapest task first, each ensemble

@@ -21,11 +21,13 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, name="annotation.score_example", acks_late=True, max_retries=None, ignore_result=True)
-def score_example(self, example_id: int) -> str:
+def score_example(self, example_id: int, word_map: bool = True) -> str:
     """Score one saved example; on a retryable serving error, retry with exponential backoff.
 
     Inline (no broker) there is no one to wait for a countdown: the example stays pending and the
     writer's next poll, or `manage.py score_pending`, retries it once its backoff has passed.
+    `word_map=False` (a submission that asked for no map: the round simulation) stores the verdict and marks
+    its map unavailable, "not requested", instead of queueing `explain_example`.
     """
     try:
         outcome = scoring.score_example(example_id)
@@ -34,8 +36,21 @@ def score_example(self, example_id: int) -> str:
             return "deferred"  # inline: the writer's next poll or the sweep tries again once it is due
         raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
     if outcome == scoring.Outcome.SCORED:
-        enqueue_map(example_id)
+        if word_map:
+            enqueue_map(example_id)
+        else:
+            skip_map(example_id)
     return outcome.value
+
+
+NOT_REQUESTED = "not requested (simulation): submitted without a word map; ask for it to compute it"
+
+
+def skip_map(example_id: int) -> None:
+    """A verdict whose submission asked for no word map: its map is unavailable, with the reason (the writer or
+    an owner can still ask for it, `request_map`)."""
+    Example.objects.filter(pk=example_id, explanation_state=Example.Map.PENDING).update(
+        explanation_state=Example.Map.UNAVAILABLE, explanation_error=NOT_REQUESTED, updated_at=timezone.now())
 
 
 # Maps never delay verdicts: this job is routed to a queue of its own (settings.EXPLANATION_QUEUE), served by the
@@ -81,11 +96,13 @@ DELAYED = ("scoring delayed: the job queue is unreachable ({error}); the example
            "automatically when the queue is back")
 
 
-def enqueue_scoring(example_id: int) -> None:
+def enqueue_scoring(example_id: int, word_map: bool = True) -> None:
     """Score the example once the current transaction commits: inline in the embedded default, on a worker
     with a broker. A broker that is down leaves it pending with `scoring_delayed`; the sweep queues it when
-    the broker is back (or the writer's next poll does)."""
-    dispatch(score_example, example_id, on_failure=lambda exc: mark_delayed(example_id, exc))
+    the broker is back (or the writer's next poll does; a swept example gets its word map as usual).
+    `word_map=False`: no word map after the verdict (`skip_map`)."""
+    args = (example_id,) if word_map else (example_id, False)
+    dispatch(score_example, *args, on_failure=lambda exc: mark_delayed(example_id, exc))
 
 
 def mark_delayed(example_id: int, exc: Exception) -> None:

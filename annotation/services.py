@@ -147,8 +147,12 @@ def _check_key(key: Any) -> str | None:
     return key
 
 
-def submit(user, task: Task, sub: Submission) -> SubmitResult:
+def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> SubmitResult:
     """Save a writer's example (before any model is called) and enqueue its scoring after commit.
+
+    `word_map=False` asks for the verdict alone: no word map is computed after it (its state says
+    "unavailable", not requested; `annotation.jobs.skip_map`). The round simulation submits so: maps are no part
+    of the verdict and cost most of its time. The writer's page and the API always ask for one.
 
     The same idempotency key from the same user on the same task returns the first example instead of a
     second one (the same key on another task is another example); the
@@ -168,7 +172,7 @@ def submit(user, task: Task, sub: Submission) -> SubmitResult:
                 idempotency_key=key, time_spent_ms=sub.time_spent_ms,
                 metadata={"kind": task.kind, "sampling": task.typed_config.sampling},
             )
-            jobs.enqueue_scoring(example.pk)  # runs once this transaction commits
+            jobs.enqueue_scoring(example.pk, word_map=word_map)  # runs once this transaction commits
     except IntegrityError:
         # Two requests with the same key raced; the first one won.
         if key is None or (first := _by_key(user, task, key)) is None:

@@ -5,7 +5,9 @@ form a set. Sets of collected examples (a round's train or test split) are built
 from what `exports.splits` decides (`rounds.datasets`). What the model zoo reads on its own is labelled data
 that was not written on the platform:
 
-  "<collection>/<split>"     imported LabeledItem rows ("*" for every collection), e.g. "demo/test", "*/train"
+  "<collection>/<split>"     imported LabeledItem rows ("*" for every collection), e.g. "demo/test", "*/train",
+                             "*/heldout" (the stable slice of imported train rows the importer held out:
+                             evaluated on, never trained on — a training set reads split "train" only)
   "jsonl:[<preset>:]<path>"  a JSONL file in the task's field names, or mapped by an import preset
 """
 
@@ -82,8 +84,8 @@ def load(task: Task, name: str) -> LabelledSet:
 
 def training_set(task: Task, collections: list[str] | None = None, jsonl_path: Path | str | None = None,
                  preset: str | None = None) -> LabelledSet:
-    """Imported training data: LabeledItems (split=train), or a JSONL file. The round pipeline adds each
-    round's train split to this (`rounds.datasets.training_set`)."""
+    """Imported training data: LabeledItems (split=train only: never the held-out slice, split "heldout"), or a
+    JSONL file. The round pipeline adds each round's train split to this (`rounds.datasets.training_set`)."""
     if jsonl_path:
         return jsonl(task, jsonl_path, preset)
     return labeled_items(task, collections, "train")

@@ -1,12 +1,15 @@
 """The demo tasks' training sets and standard held-out sets (`demo_models`, `evaluate_demo`).
 
-Training data (never a dev or test split):
-- every demo task: its own imported train items (`tasks/demo/*.json`, collection "demo"), repeated
-  `DEMO_REPEAT` times so that a few dozen hand-written rows still count next to thousands of sample rows;
-- qa: the vendored SQuAD v1.1 TRAIN articles (collection "squad-train", `tasks/demo/samples/`);
-- hate-speech: the vendored Davidson training slice (collection "davidson-train");
-- sentiment: a stable sample of SST-2 train from DATA_DIR when it is there (not redistributable, not vendored);
-- nli: only its demo items (SNLI here is dev/test only, ANLI is non-commercial and dev/test only).
+Training data (never a split that is evaluated on): the task's imported train items, i.e. what a round's
+retraining learns from too (`rounds.datasets`, which adds each round's train split):
+- every demo task: its own items (`tasks/demo/*.json`, collection "demo"), repeated `DEMO_REPEAT` times so
+  that a few dozen hand-written rows still count next to thousands of sample rows;
+- every other imported train collection once (`load_demo`):
+  - qa: the vendored SQuAD v1.1 TRAIN articles (collection "squad-train", `tasks/demo/samples/`);
+  - hate-speech: the vendored Davidson training slice (collection "davidson-train");
+  - with `load_demo --base-data` and DATA_DIR: sentiment a stable 4,000-sentence sample of SST-2 train
+    (collection "sst2-train-sample"), nli SNLI dev (collection "snli-dev"; SNLI test is the held-out set).
+  The importer keeps a stable 5 % of a large import (at most 500 rows) in split "heldout": never trained on.
 
 Held-out sets (evaluation only), read from DATA_DIR:
 - qa: the 3 SQuAD v1.1 DEV articles of squad_subset (Genghis_Khan, Huguenot, Immune_system; 700 questions);
@@ -29,7 +32,6 @@ from modelzoo import data
 from tasks.models import Task
 
 DEMO_REPEAT = 5
-SST2_TRAIN_SAMPLE = 4000
 SQUAD_HELD_OUT = ("Genghis_Khan", "Huguenot", "Immune_system")
 DAVIDSON_HELD_OUT = 0.2  # the same rule as tasks/demo/samples/make_samples.py
 
@@ -67,7 +69,8 @@ def _stable_sample(rows: list[dict], key: str, limit: int | None) -> list[dict]:
 
 
 def training_set(task: Task, max_examples: int | None = None) -> data.LabelledSet:
-    """The demo task's round-1 training data (see the module docstring)."""
+    """The demo task's round-1 training data (see the module docstring): its demo items `DEMO_REPEAT` times and
+    every other imported train collection once (each at most `max_examples` rows, a stable sample)."""
     demo = data.labeled_items(task, ["demo"], "train")
     out = data.LabelledSet(f"demo/train x{DEMO_REPEAT}")
     for _ in range(DEMO_REPEAT):
@@ -77,10 +80,6 @@ def training_set(task: Task, max_examples: int | None = None) -> data.LabelledSe
         extra = data.labeled_items(task, [collection], "train")
         out.extend(_capped(extra, max_examples))
         out.name += f" + {collection}/train ({len(extra.inputs)})"
-    if task.kind == "sentiment" and (data_dir() / "sst2" / "train.jsonl").is_file():
-        sst2 = sst2_train(task, max_examples or SST2_TRAIN_SAMPLE)
-        out.extend(sst2)
-        out.name += f" + {sst2.name}"
     return out
 
 
@@ -92,13 +91,6 @@ def _capped(labelled: data.LabelledSet, limit: int | None) -> data.LabelledSet:
     for i in sorted(ranked):
         out.add(labelled.inputs[i], labelled.targets[i], labelled.keys[i])
     return out
-
-
-def sst2_train(task: Task, limit: int) -> data.LabelledSet:
-    """A stable sample of SST-2 train sentences of at least 4 words (train holds many short phrases)."""
-    rows = [r for r in _jsonl(data_dir() / "sst2" / "train.jsonl") if len(r["sentence"].split()) >= 4]
-    rows = _stable_sample(rows, "sst2-train", limit)
-    return data.from_lines(task, f"sst2/train sample ({len(rows)})", _numbered(rows), "sst2", skip_errors=True)
 
 
 # -- held-out sets ----------------------------------------------------------------------------------

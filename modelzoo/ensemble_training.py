@@ -39,11 +39,15 @@ class MemberSettings(RecipeSpec):
 
 
 def default_recipe(task, **overrides: Any) -> RecipeSpec:
-    """The cached-top settings for a task's head and labels: the head's `recipe_defaults`, then settings
-    MODELZOO_RECIPE (defaults for every task), then `overrides` (`None` ones are ignored)."""
-    head = get_head(task.kind_impl.head)
+    """The cached-top settings for a task's head and labels, each layer on top of the one before: `RecipeSpec`'s
+    defaults, the head's `recipe_defaults` (zoo.heads), the task kind's `recipe_defaults` (tasks.kinds: what this
+    kind's data needs beyond its head's, e.g. NLI fine-tunes every block), settings MODELZOO_RECIPE (every task),
+    then `overrides` (`None` ones are ignored)."""
+    kind = task.kind_impl
+    head = get_head(kind.head)
     base: dict[str, Any] = {"head": head.name, "labels": list(task.typed_config.labels) if head.labelled else []}
     base.update(head.recipe_defaults)
+    base.update(kind.recipe_defaults)
     base.update(settings.MODELZOO_RECIPE)
     base.update({k: v for k, v in overrides.items() if v is not None})
     return RecipeSpec(**base)
@@ -96,7 +100,7 @@ def _train_cached(task, labelled, seeds, names, spec: RecipeSpec, dev, reuse, pa
     fps = [member_fingerprint(task, spec, seed, labelled.keys) for seed in seeds]
     versions: list[ModelVersion | None] = [services._reusable(task, fp) if reuse else None for fp in fps]
     lineage = {"data": labelled.name, "examples": len(labelled.keys), "recipe": CACHED_TOP,
-               **({"dev": dev.name, "dev_examples": len(dev.keys)} if dev else {})}
+               **({"dev": dev.name, "dev_examples": len(dev.keys)} if dev is not None else {})}
     todo = []
     for i, (seed, fp) in enumerate(zip(seeds, fps, strict=True)):
         if versions[i] is not None:
@@ -119,7 +123,7 @@ def _train_cached(task, labelled, seeds, names, spec: RecipeSpec, dev, reuse, pa
     if todo:
         training = [versions[i] for i in todo]
         examples = [TrainExample(m, t) for m, t in zip(labelled.inputs, labelled.targets, strict=True)]
-        dev_examples = [TrainExample(m, t) for m, t in zip(dev.inputs, dev.targets, strict=True)] if dev else None
+        dev_examples = [TrainExample(m, t) for m, t in zip(dev.inputs, dev.targets, strict=True)] if dev is not None else None
         metas = [{"task": task.slug, "fingerprint": fps[i], "data": labelled.name, "model_version": versions[i].pk}
                  for i in todo]
         recorder = EnsembleProgress(training, echo)

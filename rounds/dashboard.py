@@ -66,6 +66,31 @@ def ensemble_matrix(task: Task) -> dict[str, Any]:
             "rows": [{"round": n, "cells": [cells[n].get(s) for s in sets]} for n in sorted(cells)]}
 
 
+def round_over_round(task: Task) -> dict[str, Any]:
+    """Every round's ensemble (rows) on every test set (columns: each round's test split, the base test set): its
+    error, 1 − the kind's first metric (accuracy; exact match for QA, each a share of the set's examples), with a
+    95 % Wilson interval from the set's size. The scores are the ones the pipeline stores when a round closes
+    (`rounds.evaluation`, EnsembleScore). No rows when fewer than two rounds have an evaluated ensemble."""
+    from rounds.simulation import wilson  # the same interval as the simulation's report
+
+    metric, sets = task.kind_impl.metrics[0], test_sets(task)
+    shown = {r.number for r in visible_rounds(task)}
+    cells: dict[int, dict[str, dict[str, Any]]] = {}
+    for score in EnsembleScore.objects.filter(task=task, dataset__in=sets, round_number__in=shown):
+        value = score.metrics.get(metric)
+        if value is None or not score.size:
+            continue
+        wrong = round((1 - float(value)) * score.size)
+        interval = wilson(wrong, score.size)
+        cells.setdefault(score.round_number, {})[score.dataset] = {
+            "error": interval.value, "low": interval.low, "high": interval.high, "wrong": wrong, "size": score.size}
+    columns = [{"name": s, "label": dataset_label(s)} for s in sets]
+    out = {"metric": metric, "metric_label": metric.replace("_", " "), "columns": columns}
+    if len(cells) < 2:
+        return {**out, "rows": []}
+    return {**out, "rows": [{"round": n, "cells": [cells[n].get(s) for s in sets]} for n in sorted(cells)]}
+
+
 def before_after(task: Task, limit: int = 10) -> list[dict[str, Any]]:
     """Each round change's comparison, newest first: the live ensemble against the retrained one on every test
     set (the pipeline's compare step), and what happened (deployed, approved, discarded, awaiting)."""

@@ -1,8 +1,10 @@
 """Evaluate every model version and every round's ensemble on every test set, measuring speed and memory.
 
-Test sets (`rounds.datasets`): each round's test split as its dataset export holds it, "round-<n>/test", and
-the base test set, "*/test" (imported LabeledItems with split=test). A pair already evaluated on a set of the
-same size is skipped, so the step is cheap to repeat and old models are scored only on new sets.
+Test sets (`rounds.datasets.test_sets`): each round's test split as its dataset export holds it,
+"round-<n>/test", the base test set, "*/test" (imported LabeledItems with split=test), and the base held-out
+slice, "*/heldout" (the imported train rows the importer held out: never trained on, so a retraining that forgets
+the base data loses accuracy there and `compare_ensembles` stops it for approval). A pair already evaluated on a
+set of the same size is skipped, so the step is cheap to repeat and old models are scored only on new sets.
 """
 
 from __future__ import annotations

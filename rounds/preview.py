@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from exports import splits
 from modelzoo.services import active_members
-from rounds.datasets import BASE_TEST, dataset_label
+from rounds.datasets import BASE_HELD_OUT, BASE_TEST, dataset_label
 from rounds.models import ResearcherModel
 from rounds.options import pipeline_options
 from tasks.models import LabeledItem, Round, Task
@@ -94,12 +94,16 @@ def close_preview(task: Task) -> ClosePreview:
 
 
 def test_sets(task: Task, per_round: dict[int, dict[str, int]]) -> list[TestSet]:
-    """The sets every model will be evaluated on: each round's test split, then the base test set."""
+    """The sets every model will be evaluated on: each round's test split, the base test set, then the held-out
+    slice of the base training data."""
     out = [TestSet(dataset_label(f"round-{n}/test"), counts["test"]) for n, counts in sorted(per_round.items())
            if counts["test"]]
     base = LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TEST).count()
     if base:
         out.append(TestSet(dataset_label(BASE_TEST), base))
+    held_out = LabeledItem.objects.filter(task=task, split=LabeledItem.Split.HELD_OUT).count()
+    if held_out:  # the slice of the base training data kept out of training (forgetting shows there)
+        out.append(TestSet(dataset_label(BASE_HELD_OUT), held_out))
     return out
 
 

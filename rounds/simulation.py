@@ -1,15 +1,20 @@
 """Round simulation for researchers: replay labelled examples through the real services and measure the loop.
 
 Simulated writers submit each example of a file through `annotation.services.submit` (scored by the round's live
-ensemble, exactly as a writer's would be), simulated validators take items from the real validation queue
-(`validation.queue.claim_next`) and vote with `validation.services.submit_vote` according to the file's label,
-and the round is closed through the round pipeline (`rounds.services.start_pipeline`: splits, retraining,
-evaluation, the before/after comparison, seeding, deployment). The report gives the live ensemble's error on a
-held-out file before and after, each with a 95 % Wilson interval, and the paired difference with a 95 % paired
-bootstrap interval. `manage.py simulate_rounds` is the command; docs/simulate_rounds.md has one run's report.
+ensemble, exactly as a writer's would be, but with no word map: maps are no part of the verdict), simulated
+validators take items from the real validation queue (`validation.queue.claim_next`) and vote with
+`validation.services.submit_vote` according to the file's label, and the round is closed through the round
+pipeline (`rounds.services.start_pipeline`: splits, retraining, evaluation, the before/after comparison, seeding,
+deployment). With several writers' files, one round per file, closed in order.
 
-Nothing is mocked: the simulation writes real rows (users named `sim-…`, examples, votes, a pipeline run, a new
-round) into the database it runs on, so run it on a copy or a scratch database, never on a live task.
+The report: each round's ensemble (the live one at the start, then the one each closed round deployed) on every
+held-out file, its error with a 95 % Wilson interval; between consecutive ensembles, per held-out file, the exact
+McNemar test on the discordant pairs and the paired difference with a 95 % paired bootstrap interval; and each
+round's own figures (submitted, fooled, votes, the pipeline's decision table). `manage.py simulate_rounds` is the
+command; docs/simulate_rounds.md has runs' reports.
+
+Nothing is mocked: the simulation writes real rows (users named `sim-…`, examples, votes, pipeline runs, new
+rounds) into the database it runs on, so run it on a copy or a scratch database, never on a live task.
 """
 
 from __future__ import annotations
@@ -25,7 +30,6 @@ from typing import Any
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.test.utils import override_settings
 
 from annotation.services import Submission, submit
 from dynabench_site.errors import DomainError
@@ -55,6 +59,19 @@ class Row:
     claimed: Any = None  # what the writer says the label is (the file's `writer_label`; default: the label)
 
 
+@dataclass(frozen=True)
+class DataFile:
+    """A JSONL file and, optionally, how many of its lines to use (writers: the first K; held out: a stable
+    random sample of K)."""
+
+    path: Path
+    limit: int | None = None
+    name: str = ""  # as the report names it (default: the path)
+
+    def __str__(self) -> str:
+        return self.name or str(self.path)
+
+
 @dataclass
 class Interval:
     value: float
@@ -66,74 +83,182 @@ class Interval:
 
 
 @dataclass
-class Report:
-    task: str
+class RoundReport:
+    """One simulated round: the writers' file replayed into it, the votes, and the pipeline that closed it."""
+
+    number: int
     source: str
-    heldout: str
-    writers: int
-    validators: int
     rows: int = 0
     submitted: int = 0
     refused: dict[str, int] = field(default_factory=dict)
     fooled: int = 0
     votes: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)
-    heldout_size: int = 0
-    closed_round: int | None = None
+    word_maps: dict[str, int] = field(default_factory=dict)  # explanation_state -> examples
     opened_round: int | None = None
     pipeline: dict[str, Any] = field(default_factory=dict)
-    before: Interval | None = None
-    after: Interval | None = None
-    difference: Interval | None = None
-    before_members: list[str] = field(default_factory=list)
-    after_members: list[str] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
-        out = {k: v for k, v in self.__dict__.items() if not isinstance(v, Interval)}
-        for name in ("before", "after", "difference"):
-            value = getattr(self, name)
-            out[name] = value.as_dict() if value else None
-        return out
-
-    def markdown(self) -> str:
-        b, a, d = self.before, self.after, self.difference
+    def markdown(self, writers: int, validators: int) -> list[str]:
         lines = [
-            f"# Round simulation: {self.task}",
+            f"### Round {self.number} (writers' file `{self.source}`)",
             "",
-            f"- writers' file: `{self.source}` ({self.rows} examples replayed by {self.writers} simulated writers)",
-            f"- held-out file: `{self.heldout}` ({self.heldout_size} examples)",
-            f"- submitted: {self.submitted}; refused: {self.refused or 'none'}; fooled the live ensemble: "
-            f"{self.fooled} ({_pct(self.fooled / self.submitted if self.submitted else 0)})",
-            f"- votes by {self.validators} simulated validators: {self.votes}; decided: {self.verdicts or 'none'}",
+            f"- {self.rows} examples replayed by {writers} simulated writers; submitted: {self.submitted}; "
+            f"refused: {self.refused or 'none'}; fooled the live ensemble: {self.fooled} "
+            f"({_pct(self.fooled / self.submitted if self.submitted else 0)})",
+            f"- votes by {validators} simulated validators: {self.votes}; decided: {self.verdicts or 'none'}",
+            f"- word maps: {self.word_maps or 'none'}",
             f"- pipeline #{self.pipeline.get('id')}: {self.pipeline.get('status')} "
-            f"(round {self.closed_round} closed, round {self.opened_round} opened)",
+            f"(round {self.number} closed, round {self.opened_round} opened)",
         ]
+        if self.pipeline.get("error"):
+            lines.append(f"- pipeline error: {self.pipeline['error']}")
         if self.pipeline.get("retrain_log"):
             lines.append(f"- retraining: {self.pipeline['retrain_log']}")
         comparison = self.pipeline.get("comparison")
         if comparison:
             lines += ["", f"The pipeline's comparison ({comparison['metric']}, × 100; tolerance "
-                          f"{comparison.get('tolerance')} points; decision: {self.pipeline.get('decision') or 'none needed'}):",
+                          f"{comparison.get('tolerance')} points; decision: "
+                          f"{self.pipeline.get('decision') or 'none needed'}):",
                       "", "| test set | examples | live | new | difference (points) |", "|---|---:|---:|---:|---:|"]
             for r in comparison["rows"]:
                 delta = "–" if r["delta"] is None else f"{r['delta']:+.1f}"
                 lines.append(f"| {r['label']} | {r['size']} | {_num(r['live'])} | {_num(r['new'])} | {delta} |")
+        lines += ["", "Time (s): " + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds.items()), ""]
+        return lines
+
+
+@dataclass
+class EnsembleRow:
+    """One ensemble on every held-out file: the live one at the start, or the one a closed round deployed."""
+
+    round: int  # the round it serves
+    label: str
+    members: list[str]
+    errors: dict[str, list[int]] = field(default_factory=dict)  # held-out file -> 1 where wrong, per example
+
+    def interval(self, heldout: str) -> Interval:
+        wrong = self.errors[heldout]
+        return wilson(sum(wrong), len(wrong))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"round": self.round, "label": self.label, "members": self.members,
+                "errors": {h: self.interval(h).as_dict() for h in self.errors},
+                "size": {h: len(e) for h, e in self.errors.items()},
+                "wrong": self.errors}  # per held-out example (in sample order): 1 where wrong
+
+
+@dataclass
+class PairedTest:
+    """Two ensembles on the same held-out examples: the exact McNemar test and the paired difference."""
+
+    heldout: str
+    before: int  # index of the earlier row
+    after: int
+    fixed: int  # wrong before, right after
+    broken: int  # right before, wrong after
+    p_value: float
+    difference: Interval  # after − before, paired bootstrap
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"heldout": self.heldout, "before": self.before, "after": self.after, "fixed": self.fixed,
+                "broken": self.broken, "p_value": self.p_value, "difference": self.difference.as_dict()}
+
+
+@dataclass
+class Report:
+    task: str
+    sources: list[str]
+    heldouts: list[str]
+    writers: int
+    validators: int
+    heldout_sizes: dict[str, int] = field(default_factory=dict)
+    rounds: list[RoundReport] = field(default_factory=list)
+    ensembles: list[EnsembleRow] = field(default_factory=list)
+    tests: list[PairedTest] = field(default_factory=list)
+    stopped: str = ""  # why the simulation stopped before its last file, if it did
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def compare(self, resamples: int = 2000) -> None:
+        """The paired tests between consecutive ensembles, per held-out file (and first against last when
+        there are more than two)."""
+        pairs = [(i, i + 1) for i in range(len(self.ensembles) - 1)]
+        if len(self.ensembles) > 2:
+            pairs.append((0, len(self.ensembles) - 1))
+        self.tests = []
+        for heldout in self.heldouts:
+            for i, j in pairs:
+                b, a = self.ensembles[i].errors[heldout], self.ensembles[j].errors[heldout]
+                fixed, broken = discordant(b, a)
+                self.tests.append(PairedTest(heldout, i, j, fixed, broken, mcnemar(fixed, broken),
+                                             paired_bootstrap(b, a, resamples)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "sources": self.sources, "heldouts": self.heldouts, "writers": self.writers,
+                "validators": self.validators, "heldout_sizes": self.heldout_sizes,
+                "rounds": [r.__dict__ for r in self.rounds], "ensembles": [e.as_dict() for e in self.ensembles],
+                "tests": [t.as_dict() for t in self.tests], "stopped": self.stopped, "seconds": self.seconds}
+
+    def table(self) -> list[str]:
+        """The round-over-round table: one row per ensemble, one column per held-out file."""
+        head = "| ensemble | members | " + " | ".join(
+            f"`{h}` (n = {self.heldout_sizes.get(h, 0)})" for h in self.heldouts) + " |"
+        lines = [head, "|---|---|" + "---:|" * len(self.heldouts)]
+        for row in self.ensembles:
+            cells = []
+            for h in self.heldouts:
+                iv = row.interval(h)
+                cells.append(f"{_pct(iv.value)} ({_pct(iv.low)} – {_pct(iv.high)})")
+            lines.append(f"| {row.label} | {', '.join(row.members)} | " + " | ".join(cells) + " |")
+        return lines
+
+    def test_table(self) -> list[str]:
+        lines = ["| held-out file | ensembles | error change | 95 % interval (paired bootstrap) | "
+                 "wrong before only | wrong after only | McNemar p |", "|---|---|---:|---|---:|---:|---:|"]
+        for t in self.tests:
+            d = t.difference
+            lines.append(f"| `{t.heldout}` | {self.ensembles[t.before].label} → {self.ensembles[t.after].label} | "
+                         f"{_signed(d.value)} | {_signed(d.low)} – {_signed(d.high)} | {t.fixed} | {t.broken} | "
+                         f"{_p(t.p_value)} |")
+        return lines
+
+    def markdown(self) -> str:
+        lines = [
+            f"# Round simulation: {self.task}",
+            "",
+            "- writers' files (one round each, in order): " + ", ".join(f"`{s}`" for s in self.sources),
+            "- held-out files: " + ", ".join(f"`{h}` ({self.heldout_sizes.get(h, 0)} examples)" for h in self.heldouts),
+            f"- {self.writers} simulated writers, {self.validators} simulated validators; no word maps computed",
+        ]
+        if self.stopped:
+            lines.append(f"- stopped early: {self.stopped}")
         lines += [
             "",
-            "Error of the live ensemble on the held-out file (share of examples it gets wrong, the kind's "
-            "`is_fooled` rule), with 95 % intervals (Wilson for each; paired bootstrap, 2,000 resamples, for the "
-            "difference):",
+            "## Held-out error of each round's ensemble",
             "",
-            "| | ensemble | error | 95 % interval |",
-            "|---|---|---:|---|",
-            f"| before | {', '.join(self.before_members)} | {_pct(b.value)} | {_pct(b.low)} – {_pct(b.high)} |" if b else "",
-            f"| after | {', '.join(self.after_members)} | {_pct(a.value)} | {_pct(a.low)} – {_pct(a.high)} |" if a else "",
-            f"| after − before | | {_signed(d.value)} | {_signed(d.low)} – {_signed(d.high)} |" if d else "",
+            "The share of each held-out file's examples the ensemble gets wrong (the kind's `is_fooled` rule), with "
+            "its 95 % Wilson interval; the first row is the live ensemble at the start, each next row the one the "
+            "closed round deployed.",
             "",
-            "Time (s): " + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds.items()),
+            *self.table(),
         ]
-        return "\n".join(line for line in lines if line is not None) + "\n"
+        if self.tests:
+            lines += [
+                "",
+                "## Paired tests between rounds",
+                "",
+                "The same held-out examples under two ensembles: the exact McNemar test (two-sided binomial test on "
+                "the discordant pairs: examples only the earlier ensemble gets wrong against examples only the later "
+                "one gets wrong), and the error change (later − earlier) with a 95 % paired bootstrap interval "
+                "(2,000 resamples). No correction for the number of tests.",
+                "",
+                *self.test_table(),
+            ]
+        lines += ["", "## Each round", ""]
+        for r in self.rounds:
+            lines += r.markdown(self.writers, self.validators)
+        lines.append("Time (s): " + ", ".join(f"{k} {v:.1f}" for k, v in self.seconds.items()))
+        return "\n".join(lines) + "\n"
 
 
 def _pct(value: float) -> str:
@@ -146,6 +271,10 @@ def _signed(value: float) -> str:
 
 def _num(value: float | None) -> str:
     return "–" if value is None else f"{value * 100:.1f}"
+
+
+def _p(value: float) -> str:
+    return "1" if value >= 1 else f"{value:.3g}"
 
 
 # --- statistics ------------------------------------------------------------------------------------------
@@ -171,6 +300,35 @@ def paired_bootstrap(before: Sequence[int], after: Sequence[int], resamples: int
     idx = rng.integers(0, len(b), size=(resamples, len(b)))
     diffs = (a[idx] - b[idx]).mean(axis=1)
     return Interval(float(a.mean() - b.mean()), float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5)))
+
+
+def discordant(before: Sequence[int], after: Sequence[int]) -> tuple[int, int]:
+    """(wrong before and right after, right before and wrong after) over paired 0/1 errors."""
+    fixed = sum(1 for b, a in zip(before, after, strict=True) if b and not a)
+    broken = sum(1 for b, a in zip(before, after, strict=True) if a and not b)
+    return fixed, broken
+
+
+def mcnemar(fixed: int, broken: int) -> float:
+    """The exact McNemar test's two-sided p-value: under "both ensembles err alike", each of the n discordant
+    pairs goes either way with probability ½, so p = min(1, 2 · P(Binomial(n, ½) ≤ min(b, c))). scipy's
+    `binomtest` when scipy is installed, else the same sum with math.comb."""
+    n, k = fixed + broken, min(fixed, broken)
+    if n == 0:
+        return 1.0
+    try:
+        from scipy.stats import binomtest
+    except ImportError:  # pragma: no cover - scipy is in requirements.txt; the sum is the same test
+        return mcnemar_exact(fixed, broken)
+    return float(min(1.0, binomtest(k, n, 0.5, alternative="two-sided").pvalue))
+
+
+def mcnemar_exact(fixed: int, broken: int) -> float:
+    """The exact McNemar p-value without scipy: 2 · Σ_{i ≤ min(b, c)} C(n, i) / 2ⁿ, at most 1."""
+    n, k = fixed + broken, min(fixed, broken)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
 
 
 # --- reading the files -----------------------------------------------------------------------------------
@@ -199,6 +357,28 @@ def read_rows(task: Task, path: Path, limit: int | None = None, seed: int | None
     if seed is not None and limit is not None and limit < len(rows):
         rows = random.Random(seed).sample(rows, limit)
     return rows[:limit] if limit is not None else rows
+
+
+def data_files(files: Path | DataFile | Sequence[Path | DataFile], limit: int | None) -> list[DataFile]:
+    """Files as DataFiles, each with its own limit or else `limit`."""
+    if isinstance(files, (Path, DataFile, str)):
+        files = [files]
+    out = []
+    for f in files:
+        spec = f if isinstance(f, DataFile) else DataFile(Path(f))
+        out.append(spec if spec.limit is not None else DataFile(spec.path, limit, spec.name))
+    return out
+
+
+def unique_names(files: Sequence[DataFile]) -> list[str]:
+    """Each file's name as the report shows it: the path as given, numbered when two are the same."""
+    names: list[str] = []
+    for f in files:
+        name = str(f)
+        while name in names:
+            name += "'"
+        names.append(name)
+    return names
 
 
 # --- the simulation --------------------------------------------------------------------------------------
@@ -242,17 +422,25 @@ def live_members(task: Task) -> list[ModelVersion]:
     return active_members(task.current_round)
 
 
-def simulate(task: Task, source: Path, heldout: Path, *, writers: int = 4, validators: int = 3,
+def simulate(task: Task, sources: Path | DataFile | Sequence[Path | DataFile],
+             heldout: Path | DataFile | Sequence[Path | DataFile], *, writers: int = 4, validators: int = 3,
              limit: int | None = None, heldout_limit: int | None = None, options: dict[str, Any] | None = None,
              on_worse: str = "approve", bootstrap: bool = False, log: Log = print) -> Report:
-    """Replay `source` through one round of `task` and measure the live ensemble on `heldout` before and after."""
+    """Replay each of `sources` through one round of `task` in turn (round n, n + 1, …), closing each through
+    the pipeline, and measure each round's ensemble on every `heldout` file."""
+    from django.test.utils import override_settings  # a command's tool: not imported by the dashboard's pages
+
     if on_worse not in ON_WORSE:
         raise SimulationError(f"on_worse must be one of {', '.join(ON_WORSE)}")
     if writers < 1 or validators < 1:
         raise SimulationError("at least one writer and one validator")
+    files, held_files = data_files(sources, limit), data_files(heldout, heldout_limit)
+    if not files or not held_files:
+        raise SimulationError("at least one writers' file and one held-out file")
+    held_names = unique_names(held_files)
     clock: dict[str, float] = {}
     started = time.perf_counter()
-    report = Report(task.slug, str(source), str(heldout), writers, validators)
+    report = Report(task.slug, [str(f) for f in files], held_names, writers, validators)
     owner = simulated_user(f"sim-{task.slug}-owner")
     task.owners.add(owner)
     with override_settings(JOB_RUNNER="inline"):  # every job in this process, in order: a reproducible run
@@ -267,76 +455,105 @@ def simulate(task: Task, source: Path, heldout: Path, *, writers: int = 4, valid
                 raise SimulationError(f"the first round's pipeline ended {run.status}: {run.error}")
             task.refresh_from_db()
         clock["bootstrap"] = time.perf_counter() - started
-        rows = read_rows(task, source, limit)
-        held = read_rows(task, heldout, heldout_limit, seed=0)
-        report.rows, report.heldout_size = len(rows), len(held)
-        before_members = live_members(task)
-        report.before_members = [v.name for v in before_members]
-        mark = time.perf_counter()
-        before = ensemble_errors(task, before_members, held)
-        clock["held-out before"] = time.perf_counter() - mark
-        log(f"held-out error before: {sum(before)}/{len(before)}")
+        replays = [read_rows(task, f.path, f.limit) for f in files]  # every file checked before any round runs
+        held = {name: read_rows(task, f.path, f.limit, seed=0) for name, f in zip(held_names, held_files, strict=True)}
+        report.heldout_sizes = {name: len(rows) for name, rows in held.items()}
 
         mark = time.perf_counter()
+        report.ensembles.append(measure(task, f"round {task.current_round.number} (live at start)", held, log))
+        clock["held-out, live at start"] = time.perf_counter() - mark
+
         people = [simulated_user(f"sim-{task.slug}-writer-{i + 1}", roles.ANNOTATOR) for i in range(writers)]
         judges = [simulated_user(f"sim-{task.slug}-validator-{i + 1}", roles.VALIDATOR) for i in range(validators)]
-        acknowledge([*people, *judges], task)
-        expected: dict[int, Any] = {}
-        round_ = task.current_round
-        report.closed_round = round_.number
-        for i, row in enumerate(rows):
-            context = context_for(task, row.context)
-            try:
-                result = submit(people[i % writers], task, Submission(
-                    input=row.input, target=row.claimed, context_id=context.pk if context else None,
-                    round_number=round_.number, idempotency_key=f"sim-{round_.number}-{row.uid}"[:64]))
-            except DomainError as exc:
-                report.refused[type(exc).__name__] = report.refused.get(type(exc).__name__, 0) + 1
-                continue
-            example = result.example
-            example.refresh_from_db(fields=["fooled", "target", "scoring_state"])
-            expected[example.pk] = task.kind_impl.clean_target(task.typed_config, row.context, row.target)
-            report.submitted += 1
-            report.fooled += int(bool(example.fooled))
-            if (i + 1) % 50 == 0:
-                log(f"submitted {i + 1}/{len(rows)} ({report.fooled} fooled)")
-        clock["writing"] = time.perf_counter() - mark
-
-        mark = time.perf_counter()
-        report.votes = vote_everything(task, judges, expected)
-        from annotation.models import Example
-
-        for state in Example.objects.filter(pk__in=list(expected)).values_list("consensus", flat=True):
-            report.verdicts[state] = report.verdicts.get(state, 0) + 1
-        clock["validation"] = time.perf_counter() - mark
-        log(f"{report.votes} votes; consensus: {report.verdicts}")
-
-        mark = time.perf_counter()
-        run = services.start_pipeline(task, owner, options, "simulation: close the round")
-        run.refresh_from_db()
-        if run.status == PipelineRun.Status.AWAITING and on_worse != "stop":
-            log(f"the retrained ensemble is worse than the live one on {run.comparison.get('worse')}: {on_worse}")
-            act = services.approve_pipeline if on_worse == "approve" else services.discard_pipeline
-            run = act(run, owner)
-            run.refresh_from_db()
-        clock["closing the round"] = time.perf_counter() - mark
-        retrain = run.steps.filter(name="retrain").first()
-        report.pipeline = {"id": run.pk, "status": run.status, "error": run.error, "decision": run.decision,
-                           "comparison": run.comparison,
-                           "retrain_log": (retrain.log.strip().splitlines() or [""])[0][9:] if retrain else ""}
-        task.refresh_from_db()
-        report.opened_round = task.current_round.number if task.current_round else None
-
-        mark = time.perf_counter()
-        after_members = live_members(task) or before_members
-        report.after_members = [v.name for v in after_members]
-        after = ensemble_errors(task, after_members, held)
-        clock["held-out after"] = time.perf_counter() - mark
-    report.before = wilson(sum(before), len(before))
-    report.after = wilson(sum(after), len(after))
-    report.difference = paired_bootstrap(before, after)
+        for f, rows in zip(files, replays, strict=True):
+            acknowledge([*people, *judges], task)  # the guidelines' current version, each round
+            round_report = play_round(task, owner, people, judges, rows, str(f), options, on_worse, log)
+            report.rounds.append(round_report)
+            status = round_report.pipeline.get("status")
+            if status != PipelineRun.Status.DONE:
+                report.stopped = (f"round {round_report.number}'s pipeline is {status}"
+                                  f"{' (--on-worse stop)' if status == PipelineRun.Status.AWAITING else ''}; "
+                                  f"{len(files) - len(report.rounds)} writers' file(s) not replayed")
+                log(report.stopped)
+                break
+            mark = time.perf_counter()
+            kept = round_report.pipeline.get("decision") == PipelineRun.Decision.DISCARDED
+            label = (f"round {round_report.opened_round} (after round {round_report.number}"
+                     f"{', live one kept' if kept else ''})")
+            report.ensembles.append(measure(task, label, held, log))
+            round_report.seconds["held-out after"] = round(time.perf_counter() - mark, 1)
+    report.compare()
     clock["total"] = time.perf_counter() - started
     report.seconds = {k: round(v, 1) for k, v in clock.items()}
+    return report
+
+
+def measure(task: Task, label: str, held: dict[str, list[Row]], log: Log) -> EnsembleRow:
+    """The task's live ensemble on every held-out file."""
+    members = live_members(task)
+    if not members:
+        raise SimulationError(f"round {task.current_round.number} has no live ensemble to measure")
+    row = EnsembleRow(task.current_round.number, label, [v.name for v in members])
+    for name, rows in held.items():
+        row.errors[name] = ensemble_errors(task, members, rows)
+        log(f"{label} on {name}: {sum(row.errors[name])}/{len(rows)} wrong")
+    return row
+
+
+def play_round(task: Task, owner, people, judges, rows: list[Row], source: str, options: dict[str, Any] | None,
+               on_worse: str, log: Log) -> RoundReport:
+    """The writers submit every row into the open round (no word maps), the validators vote through the queue,
+    and the owner closes the round through the pipeline (approving or discarding a worse ensemble as told)."""
+    from annotation.models import Example
+
+    round_ = task.current_round
+    report = RoundReport(round_.number, source, rows=len(rows))
+    writers = len(people)
+    mark = time.perf_counter()
+    expected: dict[int, Any] = {}
+    for i, row in enumerate(rows):
+        context = context_for(task, row.context)
+        try:
+            result = submit(people[i % writers], task, Submission(
+                input=row.input, target=row.claimed, context_id=context.pk if context else None,
+                round_number=round_.number, idempotency_key=f"sim-{round_.number}-{row.uid}"[:64]), word_map=False)
+        except DomainError as exc:
+            report.refused[type(exc).__name__] = report.refused.get(type(exc).__name__, 0) + 1
+            continue
+        example = result.example
+        example.refresh_from_db(fields=["fooled", "target", "scoring_state"])
+        expected[example.pk] = task.kind_impl.clean_target(task.typed_config, row.context, row.target)
+        report.submitted += 1
+        report.fooled += int(bool(example.fooled))
+        if (i + 1) % 50 == 0:
+            log(f"round {round_.number}: submitted {i + 1}/{len(rows)} ({report.fooled} fooled)")
+    report.seconds["writing"] = round(time.perf_counter() - mark, 1)
+
+    mark = time.perf_counter()
+    report.votes = vote_everything(task, judges, expected)
+    mine = Example.objects.filter(pk__in=list(expected))
+    for state in mine.values_list("consensus", flat=True):
+        report.verdicts[state] = report.verdicts.get(state, 0) + 1
+    for state in mine.values_list("explanation_state", flat=True):
+        report.word_maps[state or "none"] = report.word_maps.get(state or "none", 0) + 1
+    report.seconds["validation"] = round(time.perf_counter() - mark, 1)
+    log(f"round {round_.number}: {report.votes} votes; consensus: {report.verdicts}")
+
+    mark = time.perf_counter()
+    run = services.start_pipeline(task, owner, options, f"simulation: close round {round_.number}")
+    run.refresh_from_db()
+    if run.status == PipelineRun.Status.AWAITING and on_worse != "stop":
+        log(f"the retrained ensemble is worse than the live one on {run.comparison.get('worse')}: {on_worse}")
+        act = services.approve_pipeline if on_worse == "approve" else services.discard_pipeline
+        run = act(run, owner)
+        run.refresh_from_db()
+    report.seconds["closing the round"] = round(time.perf_counter() - mark, 1)
+    retrain = run.steps.filter(name="retrain").first()
+    report.pipeline = {"id": run.pk, "status": run.status, "error": run.error, "decision": run.decision,
+                       "comparison": run.comparison,
+                       "retrain_log": (retrain.log.strip().splitlines() or [""])[0][9:] if retrain else ""}
+    task.refresh_from_db()
+    report.opened_round = task.current_round.number if task.current_round else None
     return report
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from exports import splits
 from modelzoo.models import ModelVersion
 from modelzoo.services import active_ensemble, active_members, deploy_ensemble
-from rounds import evaluation, seeding, training
+from rounds import datasets, evaluation, seeding, training
 from rounds.context import StepContext
 from rounds.models import PipelineRun, ResearcherModel
 from tasks import round_state
@@ -123,6 +123,10 @@ def compare(ctx: StepContext) -> dict[str, Any]:
     for row in table["rows"]:
         ctx.log(f"{row['label']} ({row['size']}): live {_pct(row['live'])}, new {_pct(row['new'])}, "
                 f"{_points(row['delta'])}")
+    if datasets.dataset_label(datasets.BASE_HELD_OUT) in worse:
+        ctx.log("worse on the base held-out slice (imported train rows never trained on): the retrained models lost "
+                "part of what they knew from the base data; a lower retraining.new_round_weight gives the new round "
+                "less pull")
     run.refresh_from_db(fields=["decision", "decided_by"])
     PipelineRun.objects.filter(pk=run.pk).update(comparison=table)
     if not worse:

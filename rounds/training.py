@@ -1,11 +1,13 @@
 """Retraining between rounds: several seeds on the same data form the next round's ensemble (model zoo).
 
-The data is `rounds.datasets.training_set`: the imported train items and exactly each round's exported train
-split, so nothing that is (or may later be) in a dev or test split is trained on. The recipe is the model
-zoo's (`modelzoo.ensemble_training`, the same as the demo models'): by default ``cached-top`` (frozen lower
-layers encoded once for every member, top block(s) fine-tuned per seed, steps scaled to the data, early
-stopping on a dev split carved from the train data); option ``recipe: "full"`` is the earlier recipe (every
-layer, `epochs` fixed passes), kept for comparison."""
+The data is `rounds.datasets.training_plan`: the imported train items (never the held-out slice) and exactly
+each round's exported train split, so nothing that is (or may later be) in a dev or test split is trained on;
+the closing round's rows count `retraining.new_round_weight` times, and the early-stopping dev set is carved
+per source (base data and each round) before the copies are made, so it holds old and new data and no copy
+sits on both sides. The recipe is the model zoo's (`modelzoo.ensemble_training`, the same as the demo
+models'): by default ``cached-top`` (frozen lower layers encoded once for every member, top block(s)
+fine-tuned per seed, steps scaled to the data, early stopping on that dev set); option ``recipe: "full"`` is
+the earlier recipe (every layer, `epochs` fixed passes, no dev set), kept for comparison."""
 
 from __future__ import annotations
 
@@ -18,14 +20,20 @@ from rounds.context import StepContext
 def train_ensemble(ctx: StepContext, round_number: int) -> list[ModelVersion]:
     """One model version per seed. Reuse makes a retry register the artifacts an earlier attempt finished."""
     task, opts = ctx.task, ctx.options
-    labelled = datasets.training_set(task)
     recipe = getattr(opts, "recipe", ensemble_training.CACHED_TOP)
-    ctx.log(f"training data: {len(labelled.inputs)} examples ({labelled.name}); seeds {opts.seeds}; recipe {recipe}")
+    closing = ctx.run.from_round
+    plan = datasets.training_plan(task, newest=closing.number if closing is not None else None,
+                                  with_dev=recipe == ensemble_training.CACHED_TOP)
+    labelled = plan.train
+    for line in plan.describe():
+        ctx.log(line)
+    ctx.log(f"training {len(opts.seeds)} models ({labelled.name}); seeds {opts.seeds}; recipe {recipe}")
+    ctx.save_result(data=plan.summary())
     versions = ensemble_training.train_ensemble(
         task, labelled, opts.seeds, names=[f"{task.slug}-r{round_number}-s{seed}" for seed in opts.seeds],
         recipe=recipe, spec=ensemble_training.default_recipe(task, encoder=opts.encoder),
         full_overrides={"epochs": opts.epochs, "batch_size": opts.batch_size, "encoder": opts.encoder},
-        echo=_echo(ctx), reuse=True,
+        dev=plan.dev, echo=_echo(ctx), reuse=True,
     )
     ctx.save_result(versions=[v.pk for v in versions])
     for version in versions:

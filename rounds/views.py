@@ -150,7 +150,8 @@ def leaderboard_page(request, slug: str):
 def dashboard_page(request, slug: str):
     task = task_for(request, slug)
     data = dashboard.dashboard(task, whole_number(request.GET.get("round"), "round"))
-    return render(request, "rounds/dashboard.html", {"task": task, "data": data, "charts": dashboard.charts(data)})
+    return render(request, "rounds/dashboard.html", {"task": task, "data": data, "charts": dashboard.charts(data),
+                                                     "round_over_round": dashboard.round_over_round(task)})
 
 
 @login_required

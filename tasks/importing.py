@@ -2,10 +2,17 @@
 
 Every row is validated first (with the task kind's own rules); a file with errors imports nothing
 unless the caller asks to skip bad rows. Rows are keyed by content, so re-importing never duplicates.
+
+Labelled rows imported as train items lose a stable held-out slice (`hold_out`): rows whose key hashes below
+HOLD_OUT_FRACTION go to split "heldout" instead of "train", at most HOLD_OUT_MAX per collection, and none for an
+import of fewer than HOLD_OUT_MIN_ROWS rows (a small hand-written set keeps every row). Held-out rows are never
+trained on nor offered as seeds (both read split "train"); the round pipeline evaluates every model on them
+("base held-out", `rounds.datasets.BASE_HELD_OUT`), so a retraining that forgets the base data stops for approval.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,6 +29,12 @@ from tasks.models import Context, LabeledItem, Task, payload_hash
 
 Target = Literal["contexts", "pool", "eval"]
 ROW_MAX_DEPTH = 20  # a row is a flat object (SQuAD's answers: two levels); deeper is refused, never a RecursionError
+
+# The held-out slice of imported train rows (module docstring): the share, the cap per collection, and the least
+# number of valid rows an import needs before anything is held out.
+HOLD_OUT_FRACTION = 0.05
+HOLD_OUT_MAX = 500
+HOLD_OUT_MIN_ROWS = 200
 
 # Field mappings for the shared datasets: project field <- source field, and label renames.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -54,12 +67,15 @@ class ImportReport:
     existing: int = 0
     duplicates: int = 0
     skipped: int = 0
+    held_out: int = 0  # of `created`: stored with split "heldout" instead of "train"
     errors: list[RowError] = field(default_factory=list)
 
     def summary(self) -> str:
+        held = (f"; {self.held_out} of the imported rows held out from training (split heldout: never trained "
+                f"on, the retraining gate's base held-out set)" if self.held_out else "")
         return (
             f"{self.rows} rows: {self.created} imported, {self.existing} already present, "
-            f"{self.duplicates} duplicates within the file, {self.skipped} bad rows skipped"
+            f"{self.duplicates} duplicates within the file, {self.skipped} bad rows skipped{held}"
         )
 
 
@@ -84,6 +100,7 @@ class ImportSpec:
     source: str = "import"
     skip_errors: bool = False
     limit: int | None = None
+    hold_out: bool = True  # train items lose the stable held-out slice (module docstring); False keeps every row
 
     @classmethod
     def from_preset(cls, name: str, **overrides: Any) -> ImportSpec:
@@ -234,11 +251,31 @@ def _save_contexts(task: Task, spec: ImportSpec, records: list[dict], report: Im
 
 def _save_items(task: Task, spec: ImportSpec, records: list[dict], report: ImportReport) -> None:
     existing = set(LabeledItem.objects.filter(task=task, collection=spec.collection).values_list("key", flat=True))
+    fresh = [r for r in records if r["key"] not in existing]
+    held = held_out_keys(task, spec, records, fresh)
     new = [
-        LabeledItem(task=task, collection=spec.collection, split=spec.split, context=r["context"], input=r["input"],
-                    target=r["target"], external_id=r["external_id"], key=r["key"])
-        for r in records
-        if r["key"] not in existing
+        LabeledItem(task=task, collection=spec.collection, split=LabeledItem.Split.HELD_OUT if r["key"] in held
+                    else spec.split, context=r["context"], input=r["input"], target=r["target"],
+                    external_id=r["external_id"], key=r["key"])
+        for r in fresh
     ]
     LabeledItem.objects.bulk_create(new, batch_size=1000, ignore_conflicts=True)
-    report.created, report.existing = len(new), len(records) - len(new)
+    report.created, report.existing, report.held_out = len(new), len(records) - len(new), len(held)
+
+
+def hold_out_fraction(key: str) -> float:
+    """A number in [0, 1) fixed by a row's key (its own hash, independent of the dev and split hashes)."""
+    return int(hashlib.sha256(f"heldout:{key}".encode()).hexdigest()[:12], 16) / 16 ** 12
+
+
+def held_out_keys(task: Task, spec: ImportSpec, records: list[dict], fresh: list[dict]) -> set[str]:
+    """The keys of the new rows that go to split "heldout": train items of an import of at least
+    HOLD_OUT_MIN_ROWS valid rows whose key hashes below HOLD_OUT_FRACTION, the lowest hashes first, while the
+    collection holds fewer than HOLD_OUT_MAX held-out rows. Decided by content alone, so the same file gives the
+    same slice in every database."""
+    if not spec.hold_out or spec.split != LabeledItem.Split.TRAIN or len(records) < HOLD_OUT_MIN_ROWS:
+        return set()
+    room = HOLD_OUT_MAX - LabeledItem.objects.filter(task=task, collection=spec.collection,
+                                                     split=LabeledItem.Split.HELD_OUT).count()
+    ranked = sorted((f, r["key"]) for r in fresh if (f := hold_out_fraction(r["key"])) < HOLD_OUT_FRACTION)
+    return {key for _, key in ranked[:max(room, 0)]}

@@ -160,6 +160,9 @@ class LabeledItem(models.Model):
         TRAIN = "train", "Train / seed pool"
         DEV = "dev", "Development"
         TEST = "test", "Test"
+        # A stable slice of imported train rows (tasks.importing.HOLD_OUT_*): never trained on, never a seed;
+        # the retraining gate's "base held-out" set (rounds.datasets.BASE_HELD_OUT).
+        HELD_OUT = "heldout", "Held out from the train data"
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="labeled_items")
     collection = models.CharField(max_length=100, help_text="the imported set, e.g. sst2 or anli-r1")

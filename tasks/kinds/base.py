@@ -128,6 +128,11 @@ class RetrainingSettings(_Strict):
     retrain_without_new_data: bool = Field(
         False, description="Retrain even when the closing round brought no new training examples (otherwise the "
                            "live ensemble is kept).")
+    new_round_weight: float = Field(
+        2.0, ge=1, le=20,
+        description="How many times the newest round's training examples count when retraining (the base data and "
+                    "earlier rounds count once): each row is repeated the whole part of the weight, and a stable "
+                    "share of the rows, the fractional part, once more. 1 treats every row alike.")
 # --- end of retraining settings -------------------------------------------------------------------------
 
 
@@ -196,6 +201,9 @@ class TaskKind(ABC):
     head: ClassVar[str]
     # What a target is: one label of the task's label set, or a span of the context ({"text", "start"}).
     target_is_label: ClassVar[bool] = True
+    # Training settings this kind's models need on top of their head's (zoo.heads `recipe_defaults`), e.g. a larger
+    # share of the encoder fine-tuned for sentence pairs; read by modelzoo.ensemble_training.default_recipe.
+    recipe_defaults: ClassVar[dict[str, Any]] = {}
     answer_is_span: ClassVar[bool] = False
     config_class: ClassVar[type[TaskConfig]]
     metrics: ClassVar[tuple[str, ...]]

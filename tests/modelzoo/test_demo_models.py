@@ -20,16 +20,20 @@ def sentiment_demo(db):
     return task
 
 
-def test_the_sentiment_demo_trains_on_its_items_and_sst2_train_never_on_dev(sentiment_demo, data_dir):
+def test_the_sentiment_demo_trains_on_its_items_and_imported_train_collections_never_held_out_rows(sentiment_demo):
     for i in range(3):
         LabeledItemFactory(task=sentiment_demo, collection="extra", input={"text": f"extra row {i}"}, target="neutral")
-    labelled = demo.training_set(sentiment_demo, max_examples=200)
+    for i in range(8):  # what `load_demo --base-data` imports from SST-2 train
+        LabeledItemFactory(task=sentiment_demo, collection="sst2-train-sample", input={"text": f"sst2 row {i}"},
+                           target="positive")
+    LabeledItemFactory(task=sentiment_demo, collection="sst2-train-sample", split="heldout",
+                       input={"text": "the importer's held-out slice"}, target="negative")
+    labelled = demo.training_set(sentiment_demo, max_examples=5)
     assert labelled.inputs.count({"text": "demo sentence 0"}) == demo.DEMO_REPEAT
     assert labelled.inputs.count({"text": "extra row 0"}) == 1  # other collections once each
-    assert {"text": "held back"} not in labelled.inputs
-    assert "sst2/train sample (200)" in labelled.name and len(labelled.inputs) == 12 * demo.DEMO_REPEAT + 3 + 200
-    dev = {json.loads(line)["sentence"] for line in (data_dir / "sst2" / "dev.jsonl").open()}
-    assert not dev & {i["text"] for i in labelled.inputs}
+    assert {"text": "held back"} not in labelled.inputs and {"text": "the importer's held-out slice"} not in labelled.inputs
+    assert "sst2-train-sample/train (8)" in labelled.name
+    assert len(labelled.inputs) == 12 * demo.DEMO_REPEAT + 3 + 5  # each extra collection capped at max_examples
 
 
 def test_held_out_sets_are_the_standard_evaluation_splits(db, data_dir):
@@ -70,3 +74,26 @@ def test_a_task_with_only_its_demo_items_gets_the_earlier_full_recipe(db, tmp_pa
     version = ModelVersion.objects.get(task=task)
     assert version.status == "deployed" and version.lineage == {"data": "demo/train", "examples": 6}
     assert version.hyperparameters["epochs"] == 1 and "top_layers" not in version.hyperparameters
+
+
+def test_nli_with_its_imported_base_data_trains_cached_top_with_the_nli_kinds_own_settings(db):
+    from tasks.kinds.nli import NLIKind
+
+    task = TaskFactory(slug="nli", kind="nli")
+    RoundFactory(task=task, number=1)
+    labels = ["entailment", "neutral", "contradiction"]
+    for i in range(6):
+        LabeledItemFactory(task=task, collection="demo", context={"premise": f"A dog runs {i}."},
+                           input={"hypothesis": f"An animal moves {i}."}, target=labels[i % 3])
+    for i in range(45):  # what `load_demo --base-data` imports from SNLI dev
+        LabeledItemFactory(task=task, collection="snli-dev", context={"premise": f"A man plays guitar {i}."},
+                           input={"hypothesis": f"Someone makes music {i}."}, target=labels[i % 3])
+    call_command("demo_models", "--tasks", "nli", "--members", "1", "--encoder", "tiny", "--max-steps", "3",
+                 "--no-progress")
+    version = ModelVersion.objects.get(task=task)
+    assert version.status == "deployed" and version.lineage["examples"] == 6 * demo.DEMO_REPEAT + 45
+    settings = version.hyperparameters
+    assert settings["recipe"] == "cached-top" and settings["max_steps"] == 3  # the command's option on top
+    # the kind's settings, not the demo's pins for the other classifiers (DEMO_RECIPE)
+    assert {k: settings[k] for k in NLIKind.recipe_defaults if k != "max_steps"} == {
+        k: v for k, v in NLIKind.recipe_defaults.items() if k != "max_steps"}

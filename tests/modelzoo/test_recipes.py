@@ -212,6 +212,26 @@ def test_each_head_trains_with_its_own_recipe_defaults_and_settings_come_on_top(
     assert ensemble_training.default_recipe(TaskFactory(slug="qa-3", kind="qa"), top_layers=2).top_layers == 2
 
 
+@pytest.mark.django_db
+def test_a_task_kinds_recipe_defaults_come_between_its_heads_and_the_settings(settings, monkeypatch):
+    from tasks.kinds.nli import NLIKind
+    from tests.factories import TaskFactory
+
+    settings.MODELZOO_RECIPE = {}
+    nli = ensemble_training.default_recipe(TaskFactory(slug="nli-recipe", kind="nli"))
+    assert NLIKind.recipe_defaults  # NLI's own settings, measured on SNLI (docs/benchmarks/demo.md)
+    assert {name: getattr(nli, name) for name in NLIKind.recipe_defaults} == NLIKind.recipe_defaults
+    monkeypatch.setattr(NLIKind, "recipe_defaults", {"top_layers": 5, "lr": 3e-4})
+    spec = ensemble_training.default_recipe(TaskFactory(slug="nli-2", kind="nli"))
+    assert (spec.top_layers, spec.lr, spec.select_on) == (5, 3e-4, "error")  # the kind over the head; the rest: head's
+    sentiment = ensemble_training.default_recipe(TaskFactory(slug="sst-kind", kind="sentiment"))
+    assert (sentiment.top_layers, sentiment.lr) == (recipes.RecipeSpec.top_layers, 1e-4)  # another kind: untouched
+    settings.MODELZOO_RECIPE = {"top_layers": 4}  # a deployment's setting, then a caller's override, on top
+    spec = ensemble_training.default_recipe(TaskFactory(slug="nli-3", kind="nli"))
+    assert (spec.top_layers, spec.lr) == (4, 3e-4)
+    assert ensemble_training.default_recipe(TaskFactory(slug="nli-4", kind="nli"), top_layers=2).top_layers == 2
+
+
 def test_selecting_on_the_dev_error_keeps_the_checkpoint_with_the_fewest_dev_mistakes(tmp_path):
     metrics = recipes.train_ensemble(toy_rows(96), tiny(select_on="error", evals=10), [tmp_path / "a"], [0])[0]
     assert len(metrics["dev_errors"]) == len(metrics["dev_losses"]) >= 2

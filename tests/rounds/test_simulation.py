@@ -44,30 +44,34 @@ def test_simulate_rounds_replays_a_file_and_reports_the_error_before_and_after(t
     call_command("simulate_rounds", "sim", str(source), "--heldout", str(heldout), "--writers", "3",
                  "--validators", "3", "--report", str(report), "--json", str(figures))
     data = json.loads(figures.read_text())
-    assert data["rows"] == 24 and data["submitted"] == 24 and data["heldout_size"] == 12
-    assert data["closed_round"] == 1 and data["opened_round"] == 2
-    assert data["pipeline"]["status"] == "done"
-    for name in ("before", "after"):
-        interval = data[name]
+    played, name = data["rounds"][0], str(heldout)
+    assert played["rows"] == 24 and played["submitted"] == 24 and data["heldout_sizes"] == {name: 12}
+    assert played["number"] == 1 and played["opened_round"] == 2
+    assert played["pipeline"]["status"] == "done"
+    before, after = (row["errors"][name] for row in data["ensembles"])  # the live ensemble, then round 2's
+    for interval in (before, after):
         assert interval["low"] <= interval["value"] <= interval["high"]
         assert interval["value"] * 12 == pytest.approx(round(interval["value"] * 12))  # a share of 12 examples
-    diff = data["difference"]
+    (test,) = data["tests"]
+    diff = test["difference"]
     assert diff["low"] <= diff["value"] <= diff["high"]
-    assert diff["value"] == pytest.approx(data["after"]["value"] - data["before"]["value"])
+    assert diff["value"] == pytest.approx(after["value"] - before["value"])
+    assert 0 <= test["p_value"] <= 1
     # Real rows through the real services: the simulated writers' examples, scored by the live ensemble, voted on.
     examples = Example.objects.filter(round__task=task, round__number=1)
     assert examples.count() == 24 and not examples.filter(fooled__isnull=True).exists()
     assert set(examples.values_list("author__username", flat=True)) == {f"sim-sim-writer-{i}" for i in (1, 2, 3)}
-    assert data["fooled"] == examples.filter(fooled=True).count()
+    assert played["fooled"] == examples.filter(fooled=True).count()
     wrong = examples.get(idempotency_key="sim-1-u500")
     if wrong.fooled:  # only examples that fooled the model are validated (the task's scope)
         assert wrong.consensus == "rejected"
-    assert data["votes"] >= 3 * examples.filter(fooled=True).exclude(pk=wrong.pk).count()
+    assert played["votes"] >= 3 * examples.filter(fooled=True).exclude(pk=wrong.pk).count()
     # The round was closed through the pipeline, and the next one opened with the retrained ensemble.
     run = PipelineRun.objects.get(task=task)
     assert active_ensemble(task.rounds.get(number=2)) is not None
     text = report.read_text()
-    assert "| before |" in text and "| after |" in text and "| after − before |" in text and "95 %" in text
+    assert "| round 1 (live at start) |" in text and "| round 2 (after round 1) |" in text and "95 %" in text
+    assert "McNemar p" in text
     assert f"pipeline #{run.pk}: done" in text
 
 

@@ -90,7 +90,9 @@ def test_demo_loads_the_vendored_samples_as_training_items_only(settings):
     call_command("load_demo")
     qa, hate = Task.objects.get(slug="qa"), Task.objects.get(slug="hate-speech")
     squad = LabeledItem.objects.filter(task=qa, collection="squad-train")
-    assert squad.count() >= 3900 and set(squad.values_list("split", flat=True)) == {"train"}
+    # training items; the importer holds a stable slice of a large import back (split "heldout", never trained on)
+    assert squad.count() >= 3900 and set(squad.values_list("split", flat=True)) == {"train", "heldout"}
+    assert squad.filter(split="heldout").count() <= 0.06 * squad.count()
     for item in squad.order_by("?")[:50]:
         assert item.context["passage"][item.target["start"]:].startswith(item.target["text"])
     # The 3 SQuAD dev articles are evaluation only: none of their questions is a training item.
@@ -103,7 +105,57 @@ def test_demo_loads_the_vendored_samples_as_training_items_only(settings):
     davidson = LabeledItem.objects.filter(task=hate, collection="davidson-train")
     assert davidson.count() == 3000
     assert set(davidson.values_list("target", flat=True)) == {"hateful", "not hateful"}
-    assert set(davidson.values_list("split", flat=True)) == {"train"}
+    assert set(davidson.values_list("split", flat=True)) == {"train", "heldout"}
+    assert davidson.filter(split="heldout").count() <= 0.06 * davidson.count()
     from tasks.demo.samples.make_samples import davidson_held_out
 
     assert not any(davidson_held_out(int(i)) for i in davidson.values_list("external_id", flat=True))
+
+
+def _write_jsonl(path, rows):
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.mark.django_db
+def test_base_data_from_data_dir_is_imported_as_train_items_only_when_asked(settings, tmp_path):
+    from tasks.management.commands.load_demo import fraction, sst2_train_sample
+
+    labels = ["entailment", "neutral", "contradiction"]
+    _write_jsonl(tmp_path / "snli" / "dev.jsonl", [
+        {"idx": i, "premise": f"A man plays guitar number {i}.", "hypothesis": f"Someone makes music {i}.",
+         "label": labels[i % 3]} for i in range(12)])
+    _write_jsonl(tmp_path / "snli" / "test.jsonl", [
+        {"idx": 0, "premise": "A held out premise.", "hypothesis": "Never trained on.", "label": "neutral"}])
+    _write_jsonl(tmp_path / "sst2" / "train.jsonl", [
+        {"idx": i, "sentence": f"a genuinely moving film number {i}" if i % 2 else "too short", "label": i % 2}
+        for i in range(10)])
+    settings.DATA_DIR = tmp_path
+    call_command("load_demo")  # off by default: the test suite stays on the vendored samples
+    assert not LabeledItem.objects.filter(collection__in=["snli-dev", "sst2-train-sample"]).exists()
+    call_command("load_demo", "--base-data")
+    call_command("load_demo", "--base-data")  # idempotent
+    nli, sentiment = Task.objects.get(slug="nli"), Task.objects.get(slug="sentiment")
+    snli = LabeledItem.objects.filter(task=nli, collection="snli-dev")
+    assert snli.count() == 12 and set(snli.values_list("split", flat=True)) == {"train"}  # 12 < 200: none held out
+    assert set(snli.values_list("target", flat=True)) == set(labels)
+    assert not snli.filter(input__hypothesis="Never trained on.").exists()
+    sst2 = LabeledItem.objects.filter(task=sentiment, collection="sst2-train-sample")
+    assert sst2.count() == 5 and set(sst2.values_list("split", flat=True)) == {"train"}  # sentences of >= 4 words
+    assert set(sst2.values_list("target", flat=True)) == {"positive"}
+    assert not LabeledItem.objects.filter(collection__in=["snli-dev", "sst2-train-sample"]).exclude(
+        task__in=[nli, sentiment]).exists()
+    # the sample rule: a stable 4,000 of the long sentences (the sentiment demo's earlier SST-2 sample)
+    lowest = sorted((1, 3, 5, 7, 9), key=lambda i: fraction(f"sst2-train:{i}"))[:2]
+    assert [r["idx"] for r in sst2_train_sample(tmp_path / "sst2" / "train.jsonl", limit=2)] == lowest
+
+
+@pytest.mark.django_db
+def test_without_base_data_files_the_demo_loads_on_its_vendored_samples(settings, tmp_path, capsys):
+    settings.DATA_DIR = tmp_path / "missing"
+    call_command("load_demo", "--base-data")
+    assert Task.objects.count() == 4
+    assert not LabeledItem.objects.filter(collection__in=["snli-dev", "sst2-train-sample"]).exists()
+    assert "no snli/dev.jsonl under DATA_DIR" in capsys.readouterr().out

@@ -3,7 +3,8 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from tasks.importing import ImportFailed, ImportSpec, import_jsonl
+from tasks import importing
+from tasks.importing import ImportFailed, ImportSpec, import_jsonl, import_lines
 from tasks.models import Context, LabeledItem
 from tests.factories import TaskFactory
 
@@ -97,7 +98,9 @@ def test_sst2_loads_into_a_sentiment_task(data_dir, db):
 def test_sst2_train_slice_loads_as_seed_pool(data_dir, db):
     task = TaskFactory(slug="sst", kind="sentiment")
     call_command("import_data", "sst", str(data_dir / "sst2/train.jsonl"), "--as", "pool", "--preset", "sst2", "--limit", "2000")
-    assert LabeledItem.objects.filter(task=task, split="train").count() > 1900  # a few duplicate phrases collapse
+    items = LabeledItem.objects.filter(task=task)
+    assert items.filter(split__in=["train", "heldout"]).count() > 1900  # a few duplicate phrases collapse
+    assert 50 < items.filter(split="heldout").count() < 150  # about 5 % held out from training
 
 
 def test_anli_and_snli_load_into_an_nli_task(data_dir, nli):
@@ -133,3 +136,72 @@ def test_squad_loads_into_qa_with_checked_spans(data_dir, db):
     assert passage[item.target["start"]:].startswith(item.target["text"])
     assert 4620 < LabeledItem.objects.filter(task=task).count() <= 4639  # identical questions collapse
     assert Context.objects.filter(task=task).count() == 920
+
+
+# Imported train rows lose a stable held-out slice (never trained on; the retraining gate's base held-out set).
+
+
+def sentiment_lines(n: int, start: int = 0):
+    return [(i + 1, json.dumps({"text": f"review number {start + i} was {'fine' if i % 2 else 'poor'}",
+                                "label": "positive" if i % 2 else "negative"})) for i in range(n)]
+
+
+def held_keys(task) -> set[str]:
+    return set(LabeledItem.objects.filter(task=task, split="heldout").values_list("key", flat=True))
+
+
+def test_a_train_import_holds_out_a_stable_slice(db):
+    first, second = TaskFactory(slug="one", kind="sentiment"), TaskFactory(slug="two", kind="sentiment")
+    report = import_lines(first, sentiment_lines(400), ImportSpec(target="pool", collection="base"))
+    held = held_keys(first)
+    assert report.created == 400 and report.held_out == len(held)
+    assert 5 <= len(held) <= 40  # about 5 % of 400
+    assert all(importing.hold_out_fraction(k) < importing.HOLD_OUT_FRACTION for k in held)
+    assert LabeledItem.objects.filter(task=first, split="train").count() == 400 - len(held)
+    assert f"{len(held)} of the imported rows held out from training" in report.summary()
+    # The slice follows from the rows' content: the same file gives the same slice in another task (or database).
+    import_lines(second, sentiment_lines(400), ImportSpec(target="pool", collection="base"))
+    assert held_keys(second) == held
+    # Importing the file again changes nothing.
+    again = import_lines(first, sentiment_lines(400), ImportSpec(target="pool", collection="base"))
+    assert (again.created, again.held_out, held_keys(first)) == (0, 0, held)
+
+
+def test_a_small_import_and_evaluation_data_keep_every_row(db):
+    task = TaskFactory(slug="small-import", kind="sentiment")
+    report = import_lines(task, sentiment_lines(importing.HOLD_OUT_MIN_ROWS - 1), ImportSpec(target="pool"))
+    assert report.held_out == 0 and "held out" not in report.summary()
+    assert not held_keys(task)
+    report = import_lines(task, sentiment_lines(400, start=1000),
+                          ImportSpec(target="eval", collection="eval", split="test"))
+    assert report.held_out == 0 and LabeledItem.objects.filter(task=task, collection="eval", split="test").count() == 400
+    report = import_lines(task, sentiment_lines(400, start=2000),
+                          ImportSpec(target="pool", collection="all", hold_out=False))
+    assert report.held_out == 0 and not held_keys(task)
+
+
+def test_the_held_out_slice_is_capped_per_collection(db, monkeypatch):
+    monkeypatch.setattr(importing, "HOLD_OUT_MAX", 6)
+    task = TaskFactory(slug="capped", kind="sentiment")
+    first = import_lines(task, sentiment_lines(400), ImportSpec(target="pool", collection="big"))
+    assert first.held_out == 6
+    # The lowest hashes are held out, so the choice is stable under the cap too.
+    ranked = sorted(LabeledItem.objects.filter(task=task).values_list("key", flat=True), key=importing.hold_out_fraction)
+    assert held_keys(task) == set(ranked[:6])
+    more = import_lines(task, sentiment_lines(400, start=5000), ImportSpec(target="pool", collection="big"))
+    assert more.held_out == 0 and len(held_keys(task)) == 6  # the collection is full
+    other = import_lines(task, sentiment_lines(400, start=9000), ImportSpec(target="pool", collection="other"))
+    assert other.held_out == 6  # the cap is per collection
+
+
+def test_held_out_rows_are_never_trained_on_nor_seeds(db):
+    from hardness.services import item_pool
+    from modelzoo import data
+
+    task = TaskFactory(slug="never", kind="sentiment")
+    import_lines(task, sentiment_lines(400), ImportSpec(target="pool", collection="base"))
+    held = held_keys(task)
+    assert held
+    assert not held & set(data.training_set(task).keys)
+    assert not held & set(item_pool(task, None).values_list("key", flat=True))
+    assert set(data.load(task, "*/heldout").keys) == held

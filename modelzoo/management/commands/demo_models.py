@@ -1,12 +1,15 @@
 """Train (or reuse) a round-1 ensemble for every demo task with the real encoder, and deploy it.
 
-The data is `modelzoo.demo.training_set` (the demo's own items, the vendored samples, SST-2 train from
-DATA_DIR when present); the recipe is the model zoo's (`modelzoo.ensemble_training`): ``cached-top`` where
-there is sample data, the earlier ``full`` recipe on a task that has only its few dozen demo items (NLI: it
-measured better there, docs/benchmarks/demo.md). The cheap classifiers train first and QA last, each task's ensemble is deployed as soon as it is
-ready, and progress is on each member's ModelVersion row (the task page shows it) — so `make run` can serve
-the site while this runs in the background: submissions meanwhile are saved and answered "pending", and are
-scored when the ensemble is deployed (`ensemble_deployed`).
+The data is `modelzoo.demo.training_set` (the demo's own items and every other imported train collection: the
+vendored samples, and with `load_demo --base-data` SNLI dev and an SST-2 train sample from DATA_DIR); the recipe
+is the model zoo's (`modelzoo.ensemble_training`): ``cached-top`` where there is sample data, the earlier
+``full`` recipe on a task that has only its few dozen demo items (it measured better there,
+docs/benchmarks/demo.md). The cached-top settings are the task's (`ensemble_training.default_recipe`: head, then
+task kind) with the demo's per-head `DEMO_RECIPE` on top, unless the task kind has settings of its own (NLI). The
+cheap classifiers train first and QA last, each task's ensemble is deployed as soon as it is ready, and progress
+is on each member's ModelVersion row (the task page shows it) — so `make run` can serve the site while this runs
+in the background: submissions meanwhile are saved and answered "pending", and are scored when the ensemble is
+deployed (`ensemble_deployed`).
 
 Idempotent: a round whose ensemble is deployed and on disk is left alone, and members whose data and settings
 did not change are reused from MODEL_STORE instead of retrained.
@@ -26,7 +29,9 @@ from zoo.progress import tqdm_echo
 from zoo.recipes import RECIPES
 
 DEMO_TASKS = ["sentiment", "hate-speech", "nli", "qa"]  # cheapest first: the classifiers are ready soonest
-# Per head: settings of the cached-top recipe for the demo (figures and costs: docs/benchmarks/demo.md).
+# Per head: settings of the cached-top recipe for the demo (figures and costs: docs/benchmarks/demo.md), for a task
+# whose kind has no training settings of its own; a kind that has (`TaskKind.recipe_defaults`: NLI) trains with the
+# model zoo's settings for it (head, then kind), measured on the demo as they are.
 DEMO_RECIPE = {
     # the classifiers keep the settings their held-out figures were measured with (lr 2e-4, the lowest dev loss),
     # not the head's newer round defaults (lr 1e-4, the fewest dev mistakes), which were not measured on the demo
@@ -45,7 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("--members", type=int, default=3, help="ensemble size (seeds 0..n-1)")
         parser.add_argument("--recipe", choices=("auto", *RECIPES), default="auto",
                             help="auto: cached-top with the samples; the earlier full recipe for a task that has "
-                                 "only its few dozen demo items (NLI)")
+                                 "only its few dozen demo items (NLI without `load_demo --base-data`)")
         parser.add_argument("--max-examples", type=int, default=None,
                             help="at most this many rows per extra training collection (a quicker, weaker run)")
         parser.add_argument("--max-steps", type=int, default=None, help="at most this many updates per member")
@@ -86,7 +91,8 @@ class Command(BaseCommand):
         seeds = list(range(o["members"]))
         head = task.kind_impl.head
         given = {"encoder": o["encoder"], "max_steps": o["max_steps"], "epochs": o["epochs"]}
-        overrides = {**DEMO_RECIPE.get(head, {}), **{k: v for k, v in given.items() if v is not None}}
+        pinned = {} if task.kind_impl.recipe_defaults else DEMO_RECIPE.get(head, {})  # a kind's own settings win
+        overrides = {**pinned, **{k: v for k, v in given.items() if v is not None}}
         spec = ensemble_training.default_recipe(task, **overrides)
         self.stdout.write(f"{task.slug}: training {len(seeds)} members on {len(labelled.inputs)} examples "
                           f"({labelled.name}), recipe {recipe}")

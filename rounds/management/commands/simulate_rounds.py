@@ -1,5 +1,7 @@
-"""`manage.py simulate_rounds <task> <adversarial.jsonl> --heldout FILE`: one simulated round through the real
-services (rounds.simulation), reporting the live ensemble's error on a held-out file before and after."""
+"""`manage.py simulate_rounds <task> --writers R1.jsonl [R2.jsonl …] --held-out H.jsonl [H2.jsonl …]`: simulated
+rounds through the real services (rounds.simulation), one per writers' file, closed in order; the report is each
+round's ensemble on every held-out file (error, 95 % Wilson interval) and the exact McNemar test between
+consecutive rounds. The old form, `<task> <adversarial.jsonl> --heldout FILE`, is one writers' file."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from rounds.simulation import ON_WORSE, SimulationError, simulate
+from rounds.simulation import ON_WORSE, DataFile, SimulationError, simulate
 from tasks.models import Task
 
 
@@ -22,35 +24,72 @@ def find(path: Path) -> Path:
     raise CommandError(f"{path}: no such file (here or under DATA_DIR {settings.DATA_DIR})")
 
 
+def data_file(text: str) -> DataFile:
+    """`FILE` or `FILE:N` (this file's own limit: the first N writers' lines, or a stable sample of N held-out
+    lines); a file whose name itself ends in `:digits` is taken as it is."""
+    path, sep, tail = str(text).rpartition(":")
+    if sep and path and tail.isdigit() and not Path(text).is_file():
+        return DataFile(find(Path(path)), int(tail), path)
+    return DataFile(find(Path(text)), None, str(text))
+
+
+def is_count(values: list[str] | None) -> bool:
+    """`--writers 6`, the old spelling of `--writer-count 6` (a lone whole number that is no file)."""
+    return bool(values) and len(values) == 1 and values[0].isdigit() and not Path(values[0]).is_file() and \
+        not (Path(settings.DATA_DIR) / values[0]).is_file()
+
+
 class Command(BaseCommand):
     help = ("Replay labelled examples as simulated writers and validators through the real submission, validation "
-            "and round services, close the round, and report the live ensemble's error on a held-out file before "
-            "and after (95 % intervals). It writes real rows: use a scratch database.")
+            "and round services, one round per writers' file, closing each round through the pipeline, and report "
+            "each round's ensemble on every held-out file (error with a 95 % Wilson interval, exact McNemar test "
+            "between consecutive rounds). It writes real rows: use a scratch database.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("task", help="the task's slug")
-        parser.add_argument("source", type=Path, help="JSONL: the task's context and input fields and a label per line")
-        parser.add_argument("--heldout", type=Path, required=True, help="JSONL in the same shape, never trained on")
-        parser.add_argument("--writers", type=int, default=4)
-        parser.add_argument("--validators", type=int, default=3)
-        parser.add_argument("--limit", type=int, default=None, help="replay only the first K examples")
-        parser.add_argument("--heldout-limit", type=int, default=None,
-                            help="a stable random sample of this many held-out examples")
+        parser.add_argument("source", nargs="?", default=None,
+                            help="the old form: one writers' file (same as --writers FILE)")
+        parser.add_argument("--writers", nargs="+", default=None, metavar="FILE[:N]",
+                            help="JSONL writers' files, one per round in order (the task's context and input fields "
+                                 "and a label per line); FILE:N replays its first N lines")
+        parser.add_argument("--held-out", "--heldout", dest="held_out", nargs="+", action="extend", default=None,
+                            metavar="FILE[:N]", help="JSONL files in the same shape, never trained on; FILE:N: a "
+                                                     "stable random sample of N lines")
+        parser.add_argument("--writer-count", type=int, default=None, help="simulated writers (default 4)")
+        parser.add_argument("--validators", type=int, default=3, help="simulated validators")
+        parser.add_argument("--limit", type=int, default=None,
+                            help="replay only the first K examples of each writers' file without its own :N")
+        parser.add_argument("--heldout-limit", "--held-out-limit", dest="heldout_limit", type=int, default=None,
+                            help="a stable random sample of this many examples of each held-out file without its own :N")
         parser.add_argument("--epochs", type=int, default=None, help="retraining epochs (pipeline option)")
         parser.add_argument("--seeds", default=None, help="comma-separated seeds: one model each (pipeline option)")
         parser.add_argument("--options", default="{}", help="more pipeline options, as JSON (rounds.options)")
         parser.add_argument("--on-worse", choices=ON_WORSE, default="approve",
-                            help="what the simulated owner does when the retrained ensemble awaits approval")
+                            help="what the simulated owner does when a retrained ensemble awaits approval (stop: "
+                                 "leave it awaiting and replay no further file)")
         parser.add_argument("--bootstrap", action="store_true",
                             help="open a first round through the pipeline when the task has none with a live ensemble")
-        parser.add_argument("--report", type=Path, default=None, help="also write the Markdown report here")
+        parser.add_argument("--out", "--report", dest="out", type=Path, default=None,
+                            help="also write the Markdown report here")
         parser.add_argument("--json", type=Path, default=None, help="also write the figures as JSON here")
 
-    def handle(self, *args, task: str, source: Path, heldout: Path, **o) -> None:
+    def handle(self, *args, task: str, source: str | None, **o) -> None:
         found = Task.objects.filter(slug=task).first()
         if found is None:
             raise CommandError(f"no task {task!r}")
-        source, heldout = find(source), find(heldout)
+        writers, count = o["writers"], o["writer_count"]
+        if is_count(writers):  # the old `--writers N`
+            if count is not None:
+                raise CommandError("--writers N is the old spelling of --writer-count N; give one of them")
+            writers, count = None, int(writers[0])
+        if source and writers:
+            raise CommandError("give the writers' files either as the positional argument or with --writers")
+        names = [source] if source else (writers or [])
+        if not names:
+            raise CommandError("no writers' file: --writers FILE [FILE ...]")
+        if not o["held_out"]:
+            raise CommandError("no held-out file: --held-out FILE [FILE ...]")
+        files, held = [data_file(n) for n in names], [data_file(n) for n in o["held_out"]]
         try:
             options = json.loads(o["options"])
         except json.JSONDecodeError as exc:
@@ -60,7 +99,7 @@ class Command(BaseCommand):
         if o["seeds"]:
             options["seeds"] = [int(s) for s in o["seeds"].split(",")]
         try:
-            report = simulate(found, source, heldout, writers=o["writers"], validators=o["validators"],
+            report = simulate(found, files, held, writers=4 if count is None else count, validators=o["validators"],
                               limit=o["limit"], heldout_limit=o["heldout_limit"], options=options,
                               on_worse=o["on_worse"], bootstrap=o["bootstrap"],
                               log=lambda m: self.stderr.write(m))
@@ -68,7 +107,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         text = report.markdown()
         self.stdout.write(text)
-        if o["report"]:
-            o["report"].write_text(text, encoding="utf-8")
+        if o["out"]:
+            o["out"].write_text(text, encoding="utf-8")
         if o["json"]:
             o["json"].write_text(json.dumps(report.as_dict(), indent=2, default=str), encoding="utf-8")

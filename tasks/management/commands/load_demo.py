@@ -7,14 +7,27 @@ The QA and hate-speech demos also get the vendored samples of `tasks/demo/sample
 articles, a training slice of Davidson et al.; sources and licences in its NOTICE.md) as labelled training
 items of their own collection, so that `demo_models` trains round-1 models worth fooling.
 
+With `--base-data` (what `make run` should load), the demo also imports base training data from DATA_DIR
+(the shared datasets, not redistributable or too large to vendor), when the files are there, as train items
+of their own collection through `tasks.importing` (which holds back a stable 5 % slice of a large import as
+split "heldout"): SNLI **dev** into the NLI demo (collection "snli-dev"; SNLI test stays held out for
+`evaluate_demo`) and a stable sample of SST-2 **train** into the sentiment demo (collection
+"sst2-train-sample": 4,000 sentences of at least 4 words). So round 1's models (`demo_models`) and every
+round's retraining (which reads the task's imported train items) learn from the same base. Off by default:
+the test suite loads the demo many times and stays on the small vendored data.
+
 Idempotent: running it again changes nothing that is already there.
 """
 
 from __future__ import annotations
 
+import argparse
+import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -33,6 +46,14 @@ SAMPLES = {
     "qa": ("squad_train.json", "squad", "squad-train"),
     "hate-speech": ("davidson_train.jsonl", "davidson", "davidson-train"),
 }
+# task slug -> (collection, file under DATA_DIR, import preset): base training data read from DATA_DIR with
+# `--base-data` (train items; never a split that is evaluated on: SNLI test and SST-2 dev stay held out)
+BASE_DATA = {
+    "nli": ("snli-dev", "snli/dev.jsonl", "snli"),
+    "sentiment": ("sst2-train-sample", "sst2/train.jsonl", "sst2"),
+}
+SST2_TRAIN_SAMPLE = 4000  # sentences of SST-2 train (of at least SST2_MIN_WORDS words: train holds many phrases)
+SST2_MIN_WORDS = 4
 DEMO_PASSWORD = "dynabench-demo"
 PERSONAS = {
     "owner": (),
@@ -82,14 +103,51 @@ def sample_lines(name: str):
     return ((n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if line.strip())
 
 
+def fraction(key: str) -> float:
+    """A number in [0, 1) fixed by the key (the stable samples; the same rule as modelzoo.demo.fraction)."""
+    return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16) / 16 ** 12
+
+
+def _jsonl(path: Path) -> Iterator[dict]:
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def sst2_train_sample(path: Path, limit: int = SST2_TRAIN_SAMPLE) -> list[dict]:
+    """A stable sample of `limit` SST-2 train sentences of at least SST2_MIN_WORDS words (the rows whose hash of
+    "sst2-train:<idx>" is lowest; the sample the sentiment demo trained on before it was imported)."""
+    rows = [r for r in _jsonl(path) if len(r["sentence"].split()) >= SST2_MIN_WORDS]
+    if len(rows) <= limit:
+        return rows
+    return sorted(rows, key=lambda r: fraction(f"sst2-train:{r['idx']}"))[:limit]
+
+
+def base_data_lines(slug: str, data_dir: Path) -> Iterator[tuple[int, str]] | None:
+    """The task's base training data under `data_dir` as numbered JSON lines, or None when it has none there."""
+    if slug not in BASE_DATA or not (data_dir / BASE_DATA[slug][1]).is_file():
+        return None
+    path = data_dir / BASE_DATA[slug][1]
+    if slug == "sentiment":
+        return _lines(sst2_train_sample(path))
+    return ((n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if line.strip())
+
+
 class Command(BaseCommand):
     help = "Load the demo tasks, contexts, labelled data and persona accounts (idempotent)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--base-data", action=argparse.BooleanOptionalAction, default=False,
+                            help="also import the base training data from DATA_DIR when it is there: SNLI dev into "
+                                 "the NLI demo, a 4,000-sentence SST-2 train sample into the sentiment demo "
+                                 "(default: off; the vendored samples only)")
 
     def handle(self, *args, **opts):
         with transaction.atomic():
             people = self._personas()
             for path in demo_files():
-                self._load_task(json.loads(path.read_text(encoding="utf-8")), people)
+                self._load_task(json.loads(path.read_text(encoding="utf-8")), people, opts["base_data"])
         self._print_credentials()
 
     def _personas(self) -> dict[str, User]:
@@ -104,7 +162,7 @@ class Command(BaseCommand):
             people[name] = user
         return people
 
-    def _load_task(self, data: dict, people: dict[str, User]) -> None:
+    def _load_task(self, data: dict, people: dict[str, User], base_data: bool = False) -> None:
         task, created = Task.objects.get_or_create(
             slug=data["slug"], defaults={"name": data["name"], "kind": data["kind"], "config": data.get("config", {})}
         )
@@ -131,6 +189,19 @@ class Command(BaseCommand):
         new = sum(r.created for r in reports)
         state = "created" if created else "already present"
         self.stdout.write(f"{task.slug}: task {state}; {new} new contexts and labelled items")
+        if base_data:
+            self._base_data(task)
+
+    def _base_data(self, task: Task) -> None:
+        lines = base_data_lines(task.slug, Path(settings.DATA_DIR))
+        if lines is None:
+            if task.slug in BASE_DATA:
+                self.stdout.write(f"{task.slug}: no {BASE_DATA[task.slug][1]} under DATA_DIR; base data skipped")
+            return
+        collection, _, preset = BASE_DATA[task.slug]
+        report = import_lines(task, lines, ImportSpec.from_preset(
+            preset, target="pool", collection=collection, split="train", source="demo-base", skip_errors=True))
+        self.stdout.write(f"{task.slug}: base data {collection}: {report.summary()}")
 
     @staticmethod
     def _qualify(task: Task, people: dict[str, User]) -> None:
