@@ -67,6 +67,7 @@ class DataFile:
     path: Path
     limit: int | None = None
     name: str = ""  # as the report names it (default: the path)
+    preset: str | None = None  # an import preset (tasks.importing.PRESETS) that maps the file's own fields and labels
 
     def __str__(self) -> str:
         return self.name or str(self.path)
@@ -173,6 +174,7 @@ class Report:
     writers: int
     validators: int
     heldout_sizes: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, list[str]] = field(default_factory=dict)  # file -> lines left out (the site refuses them)
     rounds: list[RoundReport] = field(default_factory=list)
     ensembles: list[EnsembleRow] = field(default_factory=list)
     tests: list[PairedTest] = field(default_factory=list)
@@ -195,7 +197,7 @@ class Report:
 
     def as_dict(self) -> dict[str, Any]:
         return {"task": self.task, "sources": self.sources, "heldouts": self.heldouts, "writers": self.writers,
-                "validators": self.validators, "heldout_sizes": self.heldout_sizes,
+                "validators": self.validators, "heldout_sizes": self.heldout_sizes, "skipped": self.skipped,
                 "rounds": [r.__dict__ for r in self.rounds], "ensembles": [e.as_dict() for e in self.ensembles],
                 "tests": [t.as_dict() for t in self.tests], "stopped": self.stopped, "seconds": self.seconds}
 
@@ -230,6 +232,9 @@ class Report:
             "- held-out files: " + ", ".join(f"`{h}` ({self.heldout_sizes.get(h, 0)} examples)" for h in self.heldouts),
             f"- {self.writers} simulated writers, {self.validators} simulated validators; no word maps computed",
         ]
+        for name, errors in self.skipped.items():
+            lines.append(f"- `{name}`: {len(errors)} line(s) left out, as the site would refuse them ({errors[0]}"
+                         f"{' …' if len(errors) > 1 else ''})")
         if self.stopped:
             lines.append(f"- stopped early: {self.stopped}")
         lines += [
@@ -334,10 +339,24 @@ def mcnemar_exact(fixed: int, broken: int) -> float:
 # --- reading the files -----------------------------------------------------------------------------------
 
 
-def read_rows(task: Task, path: Path, limit: int | None = None, seed: int | None = None) -> list[Row]:
+def read_rows(task: Task, path: Path, limit: int | None = None, seed: int | None = None,
+              preset: str | None = None, skipped: list[str] | None = None) -> list[Row]:
     """The file's examples in the task's shape: its context fields, input fields and a `label` (or `target`), and
     optionally the `writer_label` a writer claims (validators then vote it incorrect when it is not the label).
+    With `preset` (tasks.importing.PRESETS: e.g. "dynasent", "sst2") the file keeps its own field names and labels
+    and the importer's mapping and checks turn each line into the task's shape; a line the site would refuse
+    (e.g. longer than its text limit) is left out and described in `skipped` when given (else it is an error).
     With `seed`, a stable random sample of `limit` rows; else the first `limit`."""
+    if preset is not None:
+        rows = _preset_rows(task, path, preset, skipped)
+    else:
+        rows = _plain_rows(task, path)
+    if seed is not None and limit is not None and limit < len(rows):
+        rows = random.Random(seed).sample(rows, limit)
+    return rows[:limit] if limit is not None else rows
+
+
+def _plain_rows(task: Task, path: Path) -> list[Row]:
     config = task.typed_config
     needed = [*task.kind_impl.model_context_fields(config), *config.input_fields]  # shown-only context: optional
     rows: list[Row] = []
@@ -350,13 +369,30 @@ def read_rows(task: Task, path: Path, limit: int | None = None, seed: int | None
             target = raw.get("target", raw.get("label"))
             if missing or target is None:
                 raise SimulationError(f"{path}:{number}: missing {', '.join(missing) or 'label'} (the task "
-                                      f"needs {needed} and a label)")
+                                      f"needs {needed} and a label; a file in a dataset's own shape needs its "
+                                      f"import preset: FILE@PRESET)")
             rows.append(Row({f: raw[f] for f in config.context_fields if f in raw},
                             {f: raw[f] for f in config.input_fields},
                             target, str(raw.get("uid") or number), raw.get("writer_label", target)))
-    if seed is not None and limit is not None and limit < len(rows):
-        rows = random.Random(seed).sample(rows, limit)
-    return rows[:limit] if limit is not None else rows
+    return rows
+
+
+def _preset_rows(task: Task, path: Path, preset: str, skipped: list[str] | None) -> list[Row]:
+    from tasks.importing import ImportReport, ImportSpec, parse_rows, read_jsonl
+
+    try:
+        spec = ImportSpec.from_preset(preset, target="eval")
+    except ValueError as exc:
+        raise SimulationError(f"{path}: {exc}") from None
+    report = ImportReport()
+    records = parse_rows(task, spec, read_jsonl(path), report)
+    if report.errors and skipped is not None and len(report.errors) < len(records):
+        skipped += [str(e) for e in report.errors]
+    elif report.errors:
+        shown = "; ".join(str(e) for e in report.errors[:5])
+        raise SimulationError(f"{path} (preset {preset}): {len(report.errors)} bad row(s): {shown}")
+    return [Row(r["context"], r["input"], r["target"], r["external_id"] or str(i), r["target"])
+            for i, r in enumerate(records, 1)]
 
 
 def data_files(files: Path | DataFile | Sequence[Path | DataFile], limit: int | None) -> list[DataFile]:
@@ -366,7 +402,7 @@ def data_files(files: Path | DataFile | Sequence[Path | DataFile], limit: int | 
     out = []
     for f in files:
         spec = f if isinstance(f, DataFile) else DataFile(Path(f))
-        out.append(spec if spec.limit is not None else DataFile(spec.path, limit, spec.name))
+        out.append(spec if spec.limit is not None else DataFile(spec.path, limit, spec.name, spec.preset))
     return out
 
 
@@ -455,8 +491,15 @@ def simulate(task: Task, sources: Path | DataFile | Sequence[Path | DataFile],
                 raise SimulationError(f"the first round's pipeline ended {run.status}: {run.error}")
             task.refresh_from_db()
         clock["bootstrap"] = time.perf_counter() - started
-        replays = [read_rows(task, f.path, f.limit) for f in files]  # every file checked before any round runs
-        held = {name: read_rows(task, f.path, f.limit, seed=0) for name, f in zip(held_names, held_files, strict=True)}
+        names = unique_names(files)
+        replays = [read_rows(task, f.path, f.limit, preset=f.preset, skipped=report.skipped.setdefault(n, []))
+                   for n, f in zip(names, files, strict=True)]  # every file checked before any round runs
+        held = {name: read_rows(task, f.path, f.limit, seed=0, preset=f.preset,
+                                skipped=report.skipped.setdefault(name, []))
+                for name, f in zip(held_names, held_files, strict=True)}
+        report.skipped = {name: errors for name, errors in report.skipped.items() if errors}
+        for name, errors in report.skipped.items():
+            log(f"{name}: {len(errors)} line(s) left out, as the site would refuse them ({errors[0]})")
         report.heldout_sizes = {name: len(rows) for name, rows in held.items()}
 
         mark = time.perf_counter()

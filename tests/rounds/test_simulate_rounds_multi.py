@@ -111,3 +111,40 @@ def test_a_writers_submission_still_gets_its_word_map(task, maps):  # noqa: F811
 def test_the_exact_mcnemar_p_value(fixed, broken, p):
     assert mcnemar(fixed, broken) == pytest.approx(p)
     assert mcnemar_exact(fixed, broken) == pytest.approx(p)
+
+
+def test_files_in_their_datasets_own_shape_are_read_through_an_import_preset(task, tmp_path):  # noqa: F811
+    """DynaSent and SST-2 lines keep their own fields (`sentence`, SST-2's 0/1 labels): `FILE@PRESET` maps them as
+    the importer does, so the real datasets replay as they are; a wrong preset or a file without one is refused
+    with a message that names the fix."""
+    from django.core.management.base import CommandError
+
+    from rounds.management.commands.simulate_rounds import data_file
+    from rounds.simulation import SimulationError, read_rows
+
+    dynasent = tmp_path / "r1_dev.jsonl"
+    dynasent.write_text("\n".join(json.dumps({"text_id": f"r1-{i}", "sentence": s, "label": label,
+                                              "gold_label": label})
+                                  for i, (s, label) in enumerate([("The staff were lovely.", "positive"),
+                                                                  ("Cold food, rude waiter.", "negative")])) + "\n")
+    sst2 = tmp_path / "dev.jsonl"
+    sst2.write_text(json.dumps({"idx": 7, "sentence": "a charming journey", "label": 1}) + "\n")
+    spec = data_file(f"{dynasent}:1@dynasent")
+    assert (spec.path, spec.limit, spec.preset) == (dynasent, 1, "dynasent")
+    rows_ = read_rows(task, dynasent, preset="dynasent")
+    assert [(r.input, r.target, r.uid) for r in rows_] == [({"text": "The staff were lovely."}, "positive", "r1-0"),
+                                                           ({"text": "Cold food, rude waiter."}, "negative", "r1-1")]
+    [row] = read_rows(task, sst2, preset=data_file(f"{sst2}@sst2").preset)
+    assert (row.input, row.target, row.uid) == ({"text": "a charming journey"}, "positive", "7")
+    with pytest.raises(CommandError, match="unknown import preset 'sst3'"):
+        data_file(f"{sst2}@sst3")
+    with pytest.raises(SimulationError, match="FILE@PRESET"):
+        read_rows(task, sst2)  # no `text` field: the message names the preset syntax
+    # A line the site would refuse (over its text limit) is left out and said, not replayed nor scored.
+    with dynasent.open("a") as handle:
+        handle.write(json.dumps({"text_id": "r1-long", "sentence": "word " * 120, "label": "neutral"}) + "\n")
+    skipped: list[str] = []
+    assert len(read_rows(task, dynasent, preset="dynasent", skipped=skipped)) == 2
+    assert len(skipped) == 1 and skipped[0].startswith("line 3: input.text: is ") and "the limit is 500" in skipped[0]
+    with pytest.raises(SimulationError, match="1 bad row"):
+        read_rows(task, dynasent, preset="dynasent")

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from rounds.simulation import ON_WORSE, DataFile, SimulationError, simulate
+from tasks.importing import PRESETS
 from tasks.models import Task
 
 
@@ -25,12 +26,20 @@ def find(path: Path) -> Path:
 
 
 def data_file(text: str) -> DataFile:
-    """`FILE` or `FILE:N` (this file's own limit: the first N writers' lines, or a stable sample of N held-out
-    lines); a file whose name itself ends in `:digits` is taken as it is."""
+    """`FILE`, `FILE:N` (this file's own limit: the first N writers' lines, or a stable sample of N held-out
+    lines) and either with `@PRESET` (an import preset, tasks.importing.PRESETS, for a file in its dataset's own
+    shape: `dynasent/r1_dev.jsonl@dynasent`, `sst2/dev.jsonl:500@sst2`); a file whose name itself ends in
+    `:digits` or `@name` is taken as it is."""
+    preset = None
+    head, at, name = str(text).rpartition("@")
+    if at and head and name and not Path(text).is_file():
+        if name not in PRESETS:
+            raise CommandError(f"{text}: unknown import preset {name!r}; known: {', '.join(PRESETS)}")
+        text, preset = head, name
     path, sep, tail = str(text).rpartition(":")
     if sep and path and tail.isdigit() and not Path(text).is_file():
-        return DataFile(find(Path(path)), int(tail), path)
-    return DataFile(find(Path(text)), None, str(text))
+        return DataFile(find(Path(path)), int(tail), path, preset)
+    return DataFile(find(Path(text)), None, str(text), preset)
 
 
 def is_count(values: list[str] | None) -> bool:
@@ -54,7 +63,7 @@ class Command(BaseCommand):
                                  "and a label per line); FILE:N replays its first N lines")
         parser.add_argument("--held-out", "--heldout", dest="held_out", nargs="+", action="extend", default=None,
                             metavar="FILE[:N]", help="JSONL files in the same shape, never trained on; FILE:N: a "
-                                                     "stable random sample of N lines")
+                                                     "stable random sample of N lines; FILE@PRESET as above")
         parser.add_argument("--writer-count", type=int, default=None, help="simulated writers (default 4)")
         parser.add_argument("--validators", type=int, default=3, help="simulated validators")
         parser.add_argument("--limit", type=int, default=None,
