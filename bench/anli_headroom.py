@@ -215,8 +215,8 @@ def main() -> None:
             first_wrong, first_acc = wrong, acc
         a = wrong["ANLI R1 test"]
         b = first_wrong["ANLI R1 test"]
-        fixed = sum(1 for x, y in zip(a, b) if y and not x)
-        broken = sum(1 for x, y in zip(a, b) if x and not y)
+        fixed = sum(1 for x, y in zip(a, b, strict=True) if y and not x)
+        broken = sum(1 for x, y in zip(a, b, strict=True) if x and not y)
         p_value = mcnemar_exact(fixed, broken)
         result = {"configuration": label, "train_rows": len(rows), "anli_rows": len(extra), "weight": weight,
                   "epochs": epochs, "updates_per_model": steps, "seeds": args.seeds, "device": name,
