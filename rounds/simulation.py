@@ -347,10 +347,7 @@ def read_rows(task: Task, path: Path, limit: int | None = None, seed: int | None
     and the importer's mapping and checks turn each line into the task's shape; a line the site would refuse
     (e.g. longer than its text limit) is left out and described in `skipped` when given (else it is an error).
     With `seed`, a stable random sample of `limit` rows; else the first `limit`."""
-    if preset is not None:
-        rows = _preset_rows(task, path, preset, skipped)
-    else:
-        rows = _plain_rows(task, path)
+    rows = _plain_rows(task, path) if preset is None else _preset_rows(task, path, preset, skipped)
     if seed is not None and limit is not None and limit < len(rows):
         rows = random.Random(seed).sample(rows, limit)
     return rows[:limit] if limit is not None else rows
