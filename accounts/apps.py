@@ -5,4 +5,9 @@ class AccountsConfig(AppConfig):
     name = "accounts"
 
     def ready(self) -> None:
-        from accounts import schema  # noqa: F401  (registers the OpenAPI authentication extension)
+        from accounts import (
+            schema,  # noqa: F401  (registers the OpenAPI authentication extension)
+            signals,
+        )
+
+        signals.connect()

@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import ApiToken
-from dynabench_site import throttles
+from dynabench_site import access_cache, throttles
 from dynabench_site.errors import DomainError, InvalidInput, NotFound
 from dynabench_site.text import check_optional_text
 
@@ -84,8 +84,17 @@ def revoke(user, token_id: int, access: str | None = None) -> ApiToken:
 
 
 def authenticate(raw: str) -> ApiToken:
-    """The token a key belongs to, if it may be used now; else TokenRefused saying why."""
-    token = ApiToken.objects.select_related("user").filter(key_hash=hash_key(raw)).first() if looks_like_key(raw) else None
+    """The token a key belongs to, if it may be used now; else TokenRefused saying why. The token and its user come
+    from the access cache (dynabench_site.access_cache) when a request read them lately and nothing changed since:
+    a revocation, a new token or a change of the user replaces the access generation, so it shows on the next
+    request."""
+    if not looks_like_key(raw):
+        raise TokenRefused("Invalid token.")
+    name = access_cache.key("token", hash_key(raw))
+    token, generation = access_cache.lookup(name)
+    if token is access_cache.MISSING:
+        token = ApiToken.objects.select_related("user").filter(key_hash=hash_key(raw)).first()
+        access_cache.put(name, token, generation)
     if token is None or not token.user.is_active:
         raise TokenRefused("Invalid token.")
     if token.revoked_at is not None:
@@ -97,5 +106,7 @@ def authenticate(raw: str) -> ApiToken:
             f"{settings.TOKEN_TTL_DAYS} days)."
         )
     if token.last_used_at is None or token.last_used_at < now - LAST_USED_RESOLUTION:
-        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)  # no signal: the cached token stays valid
+        token.last_used_at = now
+        access_cache.put(name, token, generation)
     return token

@@ -355,7 +355,7 @@ def announce_settled(example_id: int) -> None:
 def await_verdict(example: Example, timeout: float) -> Example:
     """Wait up to `timeout` seconds for a worker's verdict (inline jobs have finished already): blocked on the
     example's Redis list when the cache is Redis (`announce_settled`), polling the row otherwise."""
-    example.refresh_from_db()
+    _reload(example)
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return example
     deadline = time.monotonic() + timeout
@@ -374,5 +374,12 @@ def await_verdict(example: Example, timeout: float) -> Example:
         else:
             time.sleep(min(pause, remaining))
             pause = min(pause * 1.5, 0.25)
-        example.refresh_from_db()
+        _reload(example)
     return example
+
+
+def _reload(example: Example) -> None:
+    """The row's own columns again (the verdict), keeping the round, context and author the caller already holds:
+    `refresh_from_db()` would drop them and the response would read each again."""
+    example.refresh_from_db(fields=[f.attname for f in Example._meta.concrete_fields
+                                    if not f.is_relation and not f.primary_key])

@@ -21,6 +21,7 @@ from annotation.models import Example
 from annotation.sampling import get_strategy
 from dynabench_site import errors
 from tasks import guidelines
+from tasks.access import open_round
 from tasks.kinds import InputError, TaskConfig
 from tasks.kinds.base import clean_text
 from tasks.models import Context, LabeledItem, Round, Task
@@ -70,7 +71,7 @@ class SubmitResult:
 
 def current_round(task: Task, number: int | None = None) -> Round:
     """The task's open round; `number`, when given, must be that round (else the writer's page is stale)."""
-    current = task.current_round
+    current = open_round(task)
     if current is None:
         raise Conflict("round", f"task {task.slug!r} has no open round; submissions are closed")
     if number is not None and number != current.number:

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from accounts.models import Account
 from annotation.models import Example
+from dynabench_site import access_cache
 from dynabench_site.errors import Conflict, InvalidInput, NotFound
 from dynabench_site.text import check_text, quote
 from tasks import roles
@@ -73,6 +74,7 @@ def lift(task: Task, username: str) -> None:
     user = find_user(username)
     if not Suspension.objects.filter(task=task, user=user, lifted_at__isnull=True).update(lifted_at=timezone.now()):
         raise NotFound(f"{user.username} is not suspended from this task")
+    access_cache.bump()  # a queryset update sends no signal
     roles.forget(user)
 
 

@@ -282,6 +282,10 @@ TOKEN_RATE = env_rate("TOKEN_RATE", "20/hour")
 VOTE_RATE = env_rate("VOTE_RATE", "120/min")
 # API tokens expire this many days after they are created (accounts.tokens).
 TOKEN_TTL_DAYS = env_int("TOKEN_TTL_DAYS", 30, minimum=1)
+# What every authenticated request reads first (token, roles, the task, its open round, the guidelines
+# acknowledgement) is cached this long; every write to those rows invalidates it at once (dynabench_site.access_cache).
+# 0: read the database on every request.
+ACCESS_CACHE_SECONDS = env_int("ACCESS_CACHE_SECONDS", 30, minimum=0)
 # The key of the exports' pseudonymous annotator ids; empty = derived from SECRET_KEY (exports.records).
 EXPORTS_PSEUDONYM_KEY = env_str("EXPORTS_PSEUDONYM_KEY", "")
 # How long an external worker link stays valid unless its batch says otherwise (crowd.links).

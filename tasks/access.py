@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest
 
+from dynabench_site import access_cache
 from tasks import roles
 from tasks.models import Task
 
@@ -22,11 +23,27 @@ def visible_tasks(user):
 
 
 def visible_task(user, slug: str) -> Task:
-    """The task `slug` if `user` may see it, else Http404."""
-    task = visible_tasks(user).filter(slug=slug).first()
+    """The task `slug` if `user` may see it, else Http404. From the access cache when a request of this user read it
+    lately (dynabench_site.access_cache: any write to a task, its owners or the user's roles makes that stale)."""
+    name = access_cache.key("task", user.pk if user.is_authenticated else 0, slug)
+    task, generation = access_cache.lookup(name)
+    if task is access_cache.MISSING:
+        task = visible_tasks(user).filter(slug=slug).first()
+        access_cache.put(name, task, generation)
     if task is None:
         raise Http404(f"No task {slug!r}.")
     return task
+
+
+def open_round(task: Task):
+    """`task.current_round` (its open round, or None), from the access cache when a request read it lately: opening
+    or closing a round replaces the access generation (tasks.round_state)."""
+    name = access_cache.key("open-round", task.pk)
+    found, generation = access_cache.lookup(name)
+    if found is access_cache.MISSING:
+        found = task.current_round
+        access_cache.put(name, found, generation)
+    return found
 
 
 def refusal(role: str) -> str:

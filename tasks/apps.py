@@ -3,3 +3,8 @@ from django.apps import AppConfig
 
 class TasksConfig(AppConfig):
     name = "tasks"
+
+    def ready(self) -> None:
+        from tasks import access_signals
+
+        access_signals.connect()

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.urls import reverse
 
+from dynabench_site import access_cache
 from dynabench_site.errors import Conflict, InvalidInput
 from dynabench_site.text import check_text
 from tasks import roles
@@ -72,7 +73,14 @@ def pending(user, task: Task) -> Guidelines | None:
 
 
 def check_acknowledged(user, task: Task) -> None:
-    """GuidelinesNotAcknowledged (409) when `user` has not acknowledged the current version."""
+    """GuidelinesNotAcknowledged (409) when `user` has not acknowledged the current version. From the access cache
+    when this user's request found them acknowledged lately (dynabench_site.access_cache: new guidelines, an
+    acknowledgement or a change of owners replace the access generation)."""
+    name = access_cache.key("guidelines", user.pk, task.pk)
+    done, generation = access_cache.lookup(name)
+    if done is True:
+        return
     latest = pending(user, task)
     if latest is not None:
         raise GuidelinesNotAcknowledged(task, latest.version)
+    access_cache.put(name, True, generation)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import Group
 
+from dynabench_site import access_cache
 from tasks.models import Suspension, TaskMembership
 
 ANNOTATOR = "annotator"
@@ -38,33 +39,44 @@ def can_manage(user, task) -> bool:
     The one name for this rule; every app asks it (`has_role(user, OWNER, task)` is this rule too)."""
     if not user.is_authenticated:
         return False
-    return is_admin(user) or task.owners.filter(pk=user.pk).exists()
+    return is_admin(user) or (task is not None and task.pk in _facts(user)["owned"])
 
 
 def manages_any(user) -> bool:
     """May open the owner console: admins, and owners of at least one task (the navigation asks this)."""
     if not user.is_authenticated:
         return False
-    return is_admin(user) or user.owned_tasks.exists()
+    return is_admin(user) or bool(_facts(user)["owned"])
+
+
+def _facts(user) -> dict[str, set]:
+    """What the role rules read of a user: global groups, per-task grants, open suspensions and owned tasks. Read
+    once per user object, and from the access cache (dynabench_site.access_cache) when a request read them lately:
+    every grant, revocation, suspension, lift, group or owner change replaces the access generation."""
+    facts = user.__dict__.get("_access_facts")
+    if facts is None:
+        name = access_cache.key("roles", user.pk)
+        facts, generation = access_cache.lookup(name)
+        if facts is access_cache.MISSING:
+            facts = {
+                "groups": set(user.groups.values_list("name", flat=True)),
+                "grants": set(TaskMembership.objects.filter(user_id=user.pk).values_list("task_id", "role")),
+                "suspended": set(Suspension.objects.filter(user_id=user.pk, lifted_at__isnull=True)
+                                 .values_list("task_id", flat=True)),
+                "owned": set(user.owned_tasks.values_list("pk", flat=True)),
+            }
+            access_cache.put(name, facts, generation)
+        user._access_facts = facts
+    return facts
 
 
 def _in_group(user, role: str) -> bool:
-    if not user.is_authenticated:
-        return False
-    cache = getattr(user, "_role_cache", None)
-    if cache is None:
-        cache = set(user.groups.values_list("name", flat=True))
-        user._role_cache = cache
-    return role in cache
+    return user.is_authenticated and role in _facts(user)["groups"]
 
 
 def _grants(user) -> set[tuple[int, str]]:
-    """(task id, role) of every per-task grant, read once per user object."""
-    cache = getattr(user, "_grant_cache", None)
-    if cache is None:
-        cache = set(TaskMembership.objects.filter(user_id=user.pk).values_list("task_id", "role"))
-        user._grant_cache = cache
-    return cache
+    """(task id, role) of every per-task grant."""
+    return _facts(user)["grants"]
 
 
 def granted(user, task, role: str) -> bool:
@@ -74,11 +86,7 @@ def granted(user, task, role: str) -> bool:
 def is_suspended(user, task) -> bool:
     if task is None or not user.is_authenticated:
         return False
-    cache = getattr(user, "_suspension_cache", None)
-    if cache is None:
-        cache = set(Suspension.objects.filter(user_id=user.pk, lifted_at__isnull=True).values_list("task_id", flat=True))
-        user._suspension_cache = cache
-    return task.pk in cache
+    return task.pk in _facts(user)["suspended"]
 
 
 def _qualified(user, role: str, task) -> bool:
@@ -112,8 +120,7 @@ def has_role(user, role: str, task=None) -> bool:
 
 def forget(user) -> None:
     """Drop the cached roles of this user object (after a grant, a revocation or a suspension)."""
-    for name in ("_role_cache", "_grant_cache", "_suspension_cache"):
-        user.__dict__.pop(name, None)
+    user.__dict__.pop("_access_facts", None)
 
 
 def grant(user, *roles: str) -> None:

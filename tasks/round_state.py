@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from dynabench_site import access_cache
 from dynabench_site.errors import Conflict
 from tasks.models import Round, Task
 
@@ -53,6 +54,7 @@ def transition(round_: Round, to: str) -> Round:
         _check_none_open(current)
     fields = {"status": to, STAMP[to]: timezone.now()}
     Round.objects.filter(pk=current.pk, status=current.status).update(**fields)
+    access_cache.bump()  # a queryset update sends no signal; the cached open round is stale now
     for name, value in fields.items():
         setattr(round_, name, value)
     return round_

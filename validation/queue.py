@@ -20,7 +20,7 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import IntegrityError, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -324,14 +324,13 @@ def sync_queue(task: Task | None = None, chunk: int = 2000) -> int:
 
 
 def on_example_saved(example: Example, created: bool) -> None:
-    """Signal hook: give a new example its queue row; refresh it on later saves."""
-    try:
-        with transaction.atomic():
-            if created:
-                QueueItem.objects.create(**_fresh_row(example))
-            else:
-                sync_examples([example.pk])
-    except IntegrityError:  # a row already exists (e.g. a re-run import): rewrite it
+    """Signal hook: give a new example its queue row (one INSERT … ON CONFLICT UPDATE: a row left for the same
+    example, e.g. by a re-run import, is rewritten; no savepoint on the writer's path); refresh it on later saves."""
+    if created:
+        row = _fresh_row(example)
+        QueueItem.objects.bulk_create([QueueItem(**row)], update_conflicts=True, unique_fields=["example"],
+                                      update_fields=[f for f in row if f != "example_id"])
+    else:
         sync_examples([example.pk])
 
 

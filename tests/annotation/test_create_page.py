@@ -10,6 +10,7 @@ from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 from annotation.models import Example
+from tasks import round_state
 from tests.annotation.conftest import NLI_PREMISE, QA_PASSAGE
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -254,7 +255,7 @@ def test_a_refused_submission_says_why_on_the_page(browser, writer, sentiment, d
     task, round, _ = sentiment
     deploy(round)
     open_create(browser, writer, task)
-    round.__class__.objects.filter(pk=round.pk).update(status="closed")  # closed while the writer was typing
+    round_state.transition(round, "closed")  # closed (by its owner, the one way) while the writer was typing
     browser.find_element(By.ID, "input-text").send_keys("Too late for this round.")
     browser.find_element(By.CSS_SELECTOR, "input[name=target]").click()
     browser.find_element(By.ID, "submit").click()
