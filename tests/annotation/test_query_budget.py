@@ -83,7 +83,7 @@ def test_a_writers_requests_stay_within_their_query_budgets(writer_token, sentim
 
     response, queries = counted(lambda: writer_token.post(f"/api/tasks/{task.slug}/contexts/next/"))
     assert response.status_code == 200
-    assert len(queries) <= 9, queries
+    assert len(queries) <= 10, queries  # PostgreSQL: 10 (the claim locks its row first), SQLite: 9
     response, queries = counted(lambda: submit(writer_token, task, context, "The soup was cold and late."))
     assert response.status_code == 202 and response.data["scoring_state"] == "pending"
     assert response.data["round"] == 1 and response.data["context"] == context.payload  # all there, from memory
@@ -96,7 +96,7 @@ def test_a_writers_requests_stay_within_their_query_budgets(writer_token, sentim
 
 
 def test_the_next_validation_item_costs_no_more_than_today(open_round):
-    """After a vote, the next item: 9 round trips today (the gold standing, the unscored rows' refresh, the held
+    """After a vote, the next item: 9 round trips today on SQLite, 10 on PostgreSQL (the gold standing, the unscored rows' refresh, the held
     lease, the linked accounts twice, the candidates, the row's votes, the others' leases, the new lease). The
     issue's budget is 5; the claim's checks are not merged yet, so this pins today's figure against regressions."""
     task = open_round.task
@@ -112,7 +112,7 @@ def test_the_next_validation_item_costs_no_more_than_today(open_round):
     assert voted.status_code == 201
     response, queries = counted(lambda: client.post(f"/api/tasks/{task.slug}/validation/next/"))
     assert response.status_code == 200 and response.data["item"] is not None
-    assert len(queries) <= 9, queries
+    assert len(queries) <= 10, queries  # PostgreSQL: 10 (the claim locks its row first), SQLite: 9
 
 
 # --- the access cache never outlives a change of rights ------------------------------------------
