@@ -225,8 +225,9 @@ def test_page_shows_saved_scoring_and_updates_when_the_verdict_arrives(browser, 
     browser.find_element(By.ID, "input-text").send_keys("Waiting for the model.")
     browser.find_element(By.CSS_SELECTOR, "input[name=target][value=neutral]").click()
     browser.find_element(By.ID, "submit").click()
-    assert browser.find_element(By.ID, "submit-label").text == "Scoring…"  # while the server waits for a verdict
-    assert browser.find_element(By.ID, "verdict-state").text == "Scoring your example…"
+    # While the request is in flight the page says "Scoring…"; the embedded default answers at once (inline jobs,
+    # no wait), so the answer may already be there: either state is right, never anything else.
+    assert browser.find_element(By.ID, "verdict-state").text in ("Scoring your example…", "Saved — scoring…")
     wait(browser).until(lambda b: "Saved — scoring" in b.find_element(By.ID, "verdict-state").text)
     assert browser.find_element(By.ID, "submit-label").text == "Submit"
     assert Example.objects.get().scoring_state == "pending"
