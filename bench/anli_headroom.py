@@ -25,7 +25,6 @@ against the first configuration (the base model) on ANLI R1 test. Writes one JSO
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -34,9 +33,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-LABELS = ["entailment", "neutral", "contradiction"]
+sys.path.insert(0, str(ROOT / "bench"))
+from bench_nli_demo import LABELS, fraction, jsonl, training_rows  # noqa: E402  (stdlib only; torch loads in main)
+
 ANLI_LABELS = {"e": "entailment", "n": "neutral", "c": "contradiction"}
-HELDOUT_FRACTION, HELDOUT_MAX = 0.05, 500  # tasks.importing's held-out slice of an import of train rows
 
 # name, ANLI dev files (round numbers), ANLI rows taken (None: all), weight, epochs
 GRIDS = {
@@ -55,34 +55,14 @@ GRIDS = {
 }
 
 
-def fraction(key: str) -> float:
-    return int(hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], 16) / 16 ** 12
-
-
-def payload_hash(*parts) -> str:
-    blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-def jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
-
-
-def label_of(raw) -> str:
+def label_of(raw: str) -> str:
     return ANLI_LABELS.get(raw, raw)
 
 
 def snli_base(data: Path) -> list[tuple[str, str, str]]:
-    """SNLI dev less the importer's held-out slice (bench/bench_nli_demo.training_rows)."""
-    rows, seen = [], set()
-    for r in jsonl(data / "snli" / "dev.jsonl"):
-        key = payload_hash({"premise": r["premise"]}, {"hypothesis": r["hypothesis"].strip()}, r["label"])
-        if key not in seen:
-            seen.add(key)
-            rows.append((r["premise"], r["hypothesis"].strip(), r["label"], key))
-    ranked = sorted(rows, key=lambda r: fraction("heldout:" + r[3]))
-    held = {r[3] for r in ranked[:HELDOUT_MAX] if fraction("heldout:" + r[3]) < HELDOUT_FRACTION}
-    return [(p, h, y) for p, h, y, k in rows if k not in held]
+    """SNLI dev less the importer's held-out slice: the NLI demo's rows (bench_nli_demo.training_rows)."""
+    rows, _ = training_rows(data, None, demo_items=False)
+    return [(m["text"], m["text_pair"], label) for m, label, _ in rows]
 
 
 def anli_rows(data: Path, rounds: tuple[int, ...], limit: int | None) -> list[tuple[str, str, str]]:
