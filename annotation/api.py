@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation import feedback, jobs, scoring, services
-from annotation.models import Example
+from annotation.models import Example, Suggestion
 from annotation.serializers import (
     EXAMPLE_LINKS,
     AppealSerializer,
@@ -27,9 +27,11 @@ from annotation.serializers import (
     ReasonSerializer,
     SandboxVerdictSerializer,
     SubmissionSerializer,
+    SuggestionRequestSerializer,
+    SuggestionSerializer,
     WriterFiguresSerializer,
 )
-from annotation.throttles import SandboxThrottle, TaskSubmissionThrottle
+from annotation.throttles import SandboxThrottle, SuggestionThrottle, TaskSubmissionThrottle
 from dynabench_site.errors import Conflict
 from dynabench_site.params import whole_number
 from tasks import roles
@@ -138,6 +140,45 @@ class InspirationView(TaskScopedView):
     def get(self, request: Request, slug: str) -> Response:
         data = services.inspiration(self.get_task(), self.current_round())
         return Response(InspirationSerializer(data).data)
+
+
+class SuggestionCreateView(TaskScopedView):
+    throttle_classes = [SuggestionThrottle]
+
+    @extend_schema(
+        summary="Ask the writing assistant for suggestions for the shown context and intended label",
+        description=(
+            "Answers 202 at once with a pending request; a job has the task's language model write the suggestions "
+            "and scores each with the round's live ensemble (`fooled`). Poll `link` until `state` is `ready` or "
+            "`failed` (`error` says why, for people). 409 when the assistant is off for the task, the round is "
+            "closed or the guidelines are unread. Name the request (`suggestion_id`, and `suggestion_choice` for "
+            "the one taken) when submitting: the example records its provenance."
+        ),
+        request=SuggestionRequestSerializer,
+        responses={202: SuggestionSerializer, 400: None, 403: None, 409: None, 429: None},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        body = SuggestionRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        suggestion = services.ask_assistant(request.user, self.get_task(), data.get("context_id"), data["target"],
+                                            data.get("round"))
+        return Response(SuggestionSerializer(suggestion).data, status=status.HTTP_202_ACCEPTED,
+                        headers={"Location": reverse("api-suggestion-detail", args=[suggestion.pk])})
+
+
+class SuggestionView(APIView):
+    """One suggestion request: its writer sees it, and so do the task's owners and admins."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(summary="A suggestion request: its state and, when ready, the scored candidates",
+                   responses={200: SuggestionSerializer, 404: None})
+    def get(self, request: Request, pk: int) -> Response:
+        suggestion = get_object_or_404(Suggestion.objects.select_related("round__task"), pk=pk)
+        if suggestion.author_id != request.user.pk and not roles.can_manage(request.user, suggestion.round.task):
+            raise Http404("No suggestion with this id.")
+        return Response(SuggestionSerializer(suggestion).data)
 
 
 class ExampleView(APIView):

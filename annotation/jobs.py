@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from celery import shared_task
 from django.utils import timezone
 
-from annotation import scoring
+from annotation import assistant, scoring
 from annotation.models import Example
 from dynabench_site.jobs import dispatch
 
@@ -153,3 +153,21 @@ def score_pending_of_round(round_id: int) -> int:
     for example_id in ids:
         enqueue_scoring(example_id)
     return len(ids)
+
+
+# --- the writing assistant (annotation.assistant) --------------------------------------------------------------
+
+
+@shared_task(name="annotation.suggest", acks_late=True, ignore_result=True)
+def suggest(suggestion_id: int) -> str:
+    """Write, clean and score the suggestions of one request (idempotent: a ready or failed one is left)."""
+    return assistant.run(suggestion_id)
+
+
+# In the embedded default (no broker) it runs in a thread of the web process: the request that queued it has
+# answered already, and the local model it loads stays in that process for the next request (dynabench_site.jobs).
+suggest.background_thread = True
+
+
+def enqueue_suggestion(suggestion_id: int) -> None:
+    dispatch(suggest, suggestion_id, on_failure=lambda exc: assistant.not_queued(suggestion_id))

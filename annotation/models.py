@@ -7,6 +7,48 @@ from django.db.models import Q
 from annotation.managers import ExampleQuerySet
 
 
+class Assistance(models.TextChoices):
+    """How an example relates to the writing assistant's suggestions (annotation.assistant.provenance)."""
+    NONE = "", "Without the assistant"
+    AS_SUGGESTED = "as_suggested", "Submitted as suggested"
+    EDITED = "edited", "Edited from a suggestion"
+    OWN = "own", "Written from scratch (suggestions shown)"
+
+
+class Suggestion(models.Model):
+    """One request to the writing assistant: candidates a language model wrote for a context and an intended
+    label, each scored by the round's live ensemble before the writer sees it (annotation.assistant)."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "Writing suggestions"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Unavailable"
+
+    round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="suggestions")
+    context = models.ForeignKey("tasks.Context", on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="suggestions")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="suggestions")
+    target = models.JSONField(help_text="the label the writer intends")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    error = models.TextField(blank=True, default="", help_text="why there are no suggestions, for people")
+    provider = models.CharField(max_length=20, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    # [{"text", "fooled", "ensemble_prediction", "model_predictions"}]; the verdict fields are null when the
+    # round has no deployed ensemble yet
+    candidates = models.JSONField(default=list, blank=True)
+    shots = models.PositiveSmallIntegerField(default=0, help_text="verified fooling examples shown to the model")
+    usage = models.JSONField(default=dict, blank=True, help_text="tokens in and out, seconds, calls")
+    created_at = models.DateTimeField(auto_now_add=True)
+    ready_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["author", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"Suggestion {self.pk} ({self.state})"
+
+
 class Example(models.Model):
     """One example a writer submitted, with the model verdict that the server decided."""
 
@@ -69,6 +111,13 @@ class Example(models.Model):
     appealed_at = models.DateTimeField(null=True, blank=True)
     appeal_resolved_at = models.DateTimeField(null=True, blank=True)
     time_spent_ms = models.PositiveIntegerField(null=True, blank=True)
+    # Provenance of the writing assistant (annotation.assistant): the suggestion request the writer had open when
+    # submitting, and how the text relates to what it suggested. Decided by the server from the texts.
+    suggestion = models.ForeignKey("annotation.Suggestion", on_delete=models.SET_NULL, null=True, blank=True,
+                                   related_name="examples")
+    assistance = models.CharField(max_length=12, choices=Assistance.choices, blank=True, default="", db_default="")
+    suggested_text = models.TextField(blank=True, default="", db_default="", help_text="the suggestion it came from")
+    edit_distance = models.PositiveIntegerField(null=True, blank=True, help_text="characters, from suggested_text")
     idempotency_key = models.CharField(max_length=100, null=True, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
 

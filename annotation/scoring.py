@@ -43,6 +43,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Example
+from modelzoo import opponent
 from modelzoo.services import explain_verdict, predict_for_round
 from tasks.models import Round, Task
 from zoo.types import BackendError, NoEnsembleYet, RoundVerdict
@@ -141,6 +142,11 @@ def transient(exc: BackendError) -> BackendError:
 
 def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:
     fooled = is_fooled(example.round.task, example.target, verdict["ensemble"])
+    # A language model opponent answers beside the ensemble, with its own "fooled" flag, or is left out of this
+    # verdict with the reason (never a failed verdict); `fooled` above stays the ensemble's (modelzoo.opponent).
+    rival = opponent.verdict_entry(example.round.task, model_input_for(example), example.target)
+    if rival is not None:
+        verdict = {**verdict, "models": [*verdict["models"], rival]}
     explanation = verdict.get("explanation")
     now = timezone.now()
     stored = Example.objects.filter(

@@ -8,7 +8,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from annotation.models import Example
+from annotation.models import Example, Suggestion
 from annotation.services import Submission
 from tasks.models import Context
 
@@ -45,13 +45,19 @@ class SubmissionSerializer(StrictSerializer):
     )
     round = serializers.IntegerField(required=False, allow_null=True, help_text="the round the page showed")
     time_spent_ms = serializers.IntegerField(required=False, allow_null=True, min_value=0)
+    suggestion_id = serializers.IntegerField(
+        required=False, allow_null=True, help_text="the writing assistant's suggestions the writer had open (provenance)")
+    suggestion_choice = serializers.IntegerField(
+        required=False, allow_null=True, min_value=0, max_value=20,
+        help_text="the index of the suggestion the writer took (edited or not)")
 
     def submission(self) -> Submission:
         data = self.validated_data
         return Submission(
             input=data["input"], target=data["target"], context_id=data.get("context_id"),
             round_number=data.get("round"), idempotency_key=data.get("idempotency_key"),
-            time_spent_ms=data.get("time_spent_ms"),
+            time_spent_ms=data.get("time_spent_ms"), suggestion_id=data.get("suggestion_id"),
+            suggestion_choice=data.get("suggestion_choice"),
         )
 
 
@@ -89,7 +95,7 @@ class ExampleSerializer(serializers.ModelSerializer):
         fields = [
             "id", "task", "round", "context_id", "context", "input", "target", *VERDICT_FIELDS,
             "retracted", "flagged", "flag_reason", "writer_explanation", "time_spent_ms", "idempotency_key",
-            "consensus", "created_at", "links",
+            "consensus", "created_at", "assistance", "suggestion_id", "edit_distance", "links",
         ]
         read_only_fields = fields
 
@@ -100,6 +106,37 @@ class ExampleSerializer(serializers.ModelSerializer):
     @extend_schema_field(serializers.DictField(child=serializers.CharField()))
     def get_links(self, example: Example) -> dict[str, str]:
         return {name: reverse(route, args=[example.pk]) for name, route in EXAMPLE_LINKS.items()}
+
+
+class SuggestionRequestSerializer(StrictSerializer):
+    context_id = serializers.IntegerField(required=False, allow_null=True, help_text="the shown context")
+    target = serializers.JSONField(help_text="the label the writer intends")
+    round = serializers.IntegerField(required=False, allow_null=True, help_text="the round the page showed")
+
+
+class SuggestionCandidateSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    fooled = serializers.BooleanField(allow_null=True, help_text="whether the live ensemble gets it wrong "
+                                                                 "(null: no verdict, see verdict_error)")
+    ensemble_prediction = serializers.DictField(required=False, allow_null=True)
+    model_predictions = serializers.ListField(child=serializers.DictField(), required=False)
+    verdict_error = serializers.CharField(required=False)
+
+
+class SuggestionSerializer(serializers.ModelSerializer):
+    round = serializers.IntegerField(source="round.number", read_only=True)
+    candidates = SuggestionCandidateSerializer(many=True, read_only=True)
+    link = serializers.SerializerMethodField(help_text="poll this address until `state` is ready or failed")
+
+    class Meta:
+        model = Suggestion
+        fields = ["id", "round", "context_id", "target", "state", "error", "provider", "model", "candidates",
+                  "shots", "usage", "created_at", "ready_at", "link"]
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField())
+    def get_link(self, suggestion: Suggestion) -> str:
+        return reverse("api-suggestion-detail", args=[suggestion.pk])
 
 
 EXAMPLE_LINKS = {

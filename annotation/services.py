@@ -14,10 +14,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from annotation import jobs, scoring
+from annotation import assistant, jobs, scoring
 from annotation.duplicates import check_not_duplicate
 from annotation.feedback import APPEALABLE
-from annotation.models import Example
+from annotation.models import Example, Suggestion
 from annotation.sampling import get_strategy
 from dynabench_site import errors
 from tasks import guidelines
@@ -48,6 +48,8 @@ class Submission:
     round_number: int | None = None
     idempotency_key: str | None = None
     time_spent_ms: int | None = None
+    suggestion_id: int | None = None  # the writing assistant's request the writer had open (annotation.assistant)
+    suggestion_choice: int | None = None  # the candidate they took, when they took one
 
 
 @dataclass(frozen=True)
@@ -166,11 +168,13 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
     guidelines.check_acknowledged(user, task)
     clean = clean_submission(task, sub)
     check_not_duplicate(user, task, clean.context.payload if clean.context else None, clean.input)
+    origin = assistant.provenance(user, task, clean.round, sub.suggestion_id, sub.suggestion_choice, clean.input)
     try:
         with transaction.atomic():
             example = Example.objects.create(
                 round=clean.round, context=clean.context, author=user, input=clean.input, target=clean.target,
-                idempotency_key=key, time_spent_ms=sub.time_spent_ms,
+                idempotency_key=key, time_spent_ms=sub.time_spent_ms, suggestion=origin.suggestion,
+                assistance=origin.assistance, suggested_text=origin.suggested_text, edit_distance=origin.edit_distance,
                 metadata={"kind": task.kind, "sampling": task.typed_config.sampling},
             )
             jobs.enqueue_scoring(example.pk, word_map=word_map)  # runs once this transaction commits
@@ -180,6 +184,22 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
             raise
         return SubmitResult(first, created=False)
     return SubmitResult(example, created=True)
+
+
+def ask_assistant(user, task: Task, context_id: Any, target: Any, round_number: int | None = None) -> Suggestion:
+    """Save a pending request to the writing assistant and queue its job (annotation.assistant). The same checks
+    as a submission (the open round, the context, the label, the guidelines read), so the writer learns of a
+    problem before writing; a task with the assistant off, or of a kind it cannot help, is a 409."""
+    assistant.check_enabled(task)
+    guidelines.check_acknowledged(user, task)
+    config = task.typed_config
+    round_ = current_round(task, round_number)
+    context = resolve_context(task, round_, context_id, config)
+    label = task.kind_impl.clean_target(config, context.payload if context else {}, target)
+    suggestion = Suggestion.objects.create(round=round_, context=context, author=user, target=label,
+                                           provider=config.assistant.provider.provider)
+    jobs.enqueue_suggestion(suggestion.pk)  # once this request's transaction commits
+    return suggestion
 
 
 def _by_key(user, task: Task, key: str) -> Example | None:

@@ -37,3 +37,20 @@ class SandboxThrottle(TaskSubmissionThrottle):
     """Sandbox scoring costs model time too: the same rate, counted separately."""
 
     scope = "sandbox"
+
+
+class SuggestionThrottle(BaseThrottle):
+    """The writing assistant costs a language model's time: ASSISTANT_RATE requests per writer and task."""
+
+    scope = "suggestions"
+    message = "You are asking for suggestions faster than this site allows ({rate}); try again in {wait}."
+
+    def allow_request(self, request, view) -> bool:
+        if not request.user.is_authenticated:
+            return True
+        task = view.get_task()
+        rate = settings.ASSISTANT_RATE
+        wait = throttles.hit(self.scope, [f"{task.slug}:user:{request.user.pk}"], rate)
+        if wait is not None:
+            raise exceptions.Throttled(wait=wait, detail=self.message.format(rate=rate, wait=throttles.wait_text(wait)))
+        return True

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
-from annotation import feedback, jobs, scoring_health, services
+from annotation import assistant, feedback, jobs, scoring_health, services
 from annotation.models import Example
 from dynabench_site import errors
 from dynabench_site.pages import back_url, returns_to
@@ -38,6 +38,7 @@ def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
         "max_input_chars": config.max_input_chars,
         "round": round_number,
         "explanation_methods": explain_methods.described(),  # name, label: how the map names its method
+        "assistant": assistant.enabled(task),  # the writing assistant (annotation.assistant)
     }
 
 
@@ -46,6 +47,7 @@ def api_urls(task: Task) -> dict[str, str]:
         "next_context": reverse("api-context-next", args=[task.slug]),
         "submit": reverse("api-example-create", args=[task.slug]),
         "inspiration": reverse("api-inspiration", args=[task.slug]),
+        "suggestions": reverse("api-suggestion-create", args=[task.slug]),
         "my_stats": f"{reverse('api-my-stats')}?{urlencode({'task': task.slug})}",
         "my_examples": f"{reverse('annotation-my-examples')}?{urlencode({'task': task.slug})}",
     }
@@ -72,8 +74,18 @@ def create(request, slug: str):
             "context_rows": context_rows(task),
             "config": page_config(task, round.number if round else None),
             "figures": services.writer_figures(request.user, task),
+            "assistant": assistant.enabled(task),
+            "assistant_model": assistant_model_name(task),
         },
     )
+
+
+def assistant_model_name(task: Task) -> str:
+    """Which model writes the suggestions, as the page names it (no key, no address)."""
+    provider = task.typed_config.assistant.provider
+    if provider.provider == "local":
+        return "SmolLM2-135M-Instruct, on this server"
+    return provider.model or "the site's language model"
 
 
 @login_required

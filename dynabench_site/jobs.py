@@ -10,7 +10,9 @@ long (`@shared_task(..., long_running=True)`). `dispatch` starts a job once the 
 
 `settings.JOB_RUNNER` overrides where long jobs go: "celery", "subprocess", "thread" (a daemon thread in the
 caller's process; browser tests) or "inline" (in the caller, at once; unit tests). "celery" and "inline"
-apply to short jobs too.
+apply to short jobs too. A short job declared `background_thread = True` (the writing assistant's generation)
+runs in a daemon thread in the embedded default, so the request that queued it answers at once and the model it
+loads stays in the process.
 
 A job that cannot be started (broker down, no process) is handed to `on_failure(exc)`, so the caller can
 record it (a pipeline run becomes failed "could not enqueue: …" and can be retried); without one, it is
@@ -52,6 +54,8 @@ def runner_for(job: Task) -> str:
     embedded = settings.CELERY_TASK_ALWAYS_EAGER
     if chosen in ("celery", "inline"):
         return chosen
+    if embedded and getattr(job, "background_thread", False):
+        return "thread"  # a job that must not hold the request (a language model writing), and keeps its model
     if not is_long(job):
         return "inline" if embedded else "celery"
     return chosen or ("subprocess" if embedded else "celery")

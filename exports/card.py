@@ -10,7 +10,7 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from annotation.models import Example
+from annotation.models import Assistance, Example
 from exports.agreement import round_agreement
 from exports.formats import DEFAULT_FORMAT, get_format
 from exports.records import decoded
@@ -27,6 +27,8 @@ class Stats:
     rows: Counter[str] = field(default_factory=Counter)
     labels: dict[str, Counter[str]] = field(default_factory=dict)
     models: set[tuple[str, int]] = field(default_factory=set)
+    assistance: Counter[str] = field(default_factory=Counter)  # provenance mode -> rows ("" = without)
+    assistant_models: set[str] = field(default_factory=set)
     _model_sets: set[str] = field(default_factory=set)
     first: str | None = None
     last: str | None = None
@@ -37,6 +39,9 @@ class Stats:
         for record in records:
             labels[record["label"]] += 1
             self._add_models(record)
+            self.assistance[record.get("assistance") or ""] += 1
+            if record.get("assistant_model"):
+                self.assistant_models.add(record["assistant_model"])
             created = record["created_at"]
             self.first = created if self.first is None or created < self.first else self.first
             self.last = created if self.last is None or created > self.last else self.last
@@ -50,7 +55,9 @@ class Stats:
             return
         self._model_sets.add(versions)
         for prediction in decoded(record["model_predictions"]) or []:
-            self.models.add((str(prediction.get("name", "")), int(prediction.get("model_version", 0))))
+            name = str(prediction.get("name", "")) + (" — language model opponent, beside the ensemble"
+                                                      if prediction.get("opponent") else "")
+            self.models.add((name, int(prediction.get("model_version", 0))))
 
 
 @dataclass
@@ -90,6 +97,9 @@ def render_card(info: CardInfo) -> str:
         "agreement": round_agreement(info.round),
         "reliability_run": ReliabilityRun.objects.filter(task=task).first(),
         "models": sorted(info.stats.models),
+        "assisted": sum(n for mode, n in info.stats.assistance.items() if mode),
+        "assistance": [(label, info.stats.assistance.get(mode, 0)) for mode, label in Assistance.choices if mode],
+        "assistant_models": sorted(info.stats.assistant_models),
         "first": info.stats.first,
         "last": info.stats.last,
         "held_back": info.held_back,

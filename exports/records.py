@@ -54,6 +54,13 @@ COLUMNS: dict[str, str] = {
     "annotator_id": STR,
     "created_at": STR,
     "exclusion": STR,
+    # Provenance of the writing assistant (annotation.assistant): null without it; else as_suggested, edited or
+    # own (written from scratch with suggestions shown), the suggestion it came from, the edit distance from it,
+    # and the provider and model that wrote it.
+    "assistance": STR,
+    "suggested_text": STR,
+    "edit_distance": INT,
+    "assistant_model": STR,
 }
 
 # Plain columns, and JSON columns read as text (record column -> model field): the text goes into the
@@ -71,6 +78,11 @@ ROW_FIELDS = (
     "flagged",
     "reliability__outcome",
     "reliability__confidence",
+    "assistance",
+    "suggested_text",
+    "edit_distance",
+    "suggestion__provider",
+    "suggestion__model",
 )
 JSON_SOURCES = {
     "context": "context__payload",
@@ -172,6 +184,11 @@ class RecordBuilder:
             "annotator_id": self.annotator(row["author_id"]),
             "created_at": row["created_at"].isoformat(),
             "exclusion": exclusion,
+            "assistance": row["assistance"] or None,
+            "suggested_text": row["suggested_text"] or None,
+            "edit_distance": row["edit_distance"],
+            "assistant_model": (f"{row['suggestion__provider']}: {row['suggestion__model']}"
+                                if row["assistance"] and row["suggestion__provider"] else None),
         }
 
 

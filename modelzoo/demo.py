@@ -83,6 +83,26 @@ def training_set(task: Task, max_examples: int | None = None) -> data.LabelledSe
     return out
 
 
+def opponent_rows(task: Task, limit: int) -> data.LabelledSet:
+    """Training rows to fit a language model opponent's offsets on: a stable sample of every train collection,
+    as even across labels as the rows allow (the demo's own items bring the labels the base data lacks)."""
+    rows = data.labeled_items(task, None, "train")
+    by_label: dict[str, list[int]] = {}
+    for i, target in enumerate(rows.targets):
+        by_label.setdefault(task.kind_impl.target_label(target), []).append(i)
+    for indices in by_label.values():
+        indices.sort(key=lambda i: fraction(rows.keys[i]))
+    chosen: list[int] = []
+    while len(chosen) < limit and any(by_label.values()):
+        for indices in by_label.values():  # one per label in turn, until the limit or the rows run out
+            if indices and len(chosen) < limit:
+                chosen.append(indices.pop(0))
+    out = data.LabelledSet(f"*/train (a sample of {len(chosen)}, even across labels)")
+    for i in sorted(chosen):
+        out.add(rows.inputs[i], rows.targets[i], rows.keys[i])
+    return out
+
+
 def _capped(labelled: data.LabelledSet, limit: int | None) -> data.LabelledSet:
     if limit is None or len(labelled.inputs) <= limit:
         return labelled

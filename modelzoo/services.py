@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from dynabench_site.errors import Conflict
-from modelzoo import data
+from modelzoo import data, opponent
 from modelzoo.models import Ensemble, EnsembleMember, Evaluation, ModelVersion
 from modelzoo.serving import ModelRef, get_backend
 from tasks.models import payload_hash
@@ -23,6 +23,7 @@ from zoo import training
 from zoo.aggregation import get_strategy
 from zoo.explain_methods import DEFAULT_METHOD, METHODS
 from zoo.heads import get_head
+from zoo.llm.base import ProviderError
 from zoo.runtime import ZOO_FILE, read_meta
 from zoo.training import Progress, TrainExample, TrainSpec
 from zoo.types import BackendError, ModelPrediction, NoEnsembleYet, RoundVerdict
@@ -102,6 +103,8 @@ def _check_members(round_, versions: Sequence[ModelVersion]) -> None:
             raise ValueError(f"{v.name} belongs to another task")
         if v.status not in (Status.READY, Status.DEPLOYED):
             raise ValueError(f"{v.name} is {v.status}; only ready or deployed models can join an ensemble")
+        if opponent.is_llm(v):
+            raise ValueError(f"{v.name} is a language model opponent: it scores beside the ensemble, never in it")
     if len({v.head for v in versions}) != 1:
         raise ValueError("all members of an ensemble must have the same head")
 
@@ -219,7 +222,15 @@ def _explanation(backend, members: list[ModelRef], model_input: dict[str, str], 
 
 def predict_with(versions: Sequence[ModelVersion], model_inputs: list[dict[str, str]],
                  strategy: str | None = None, batch_size: int = 32) -> list[dict[str, Any]]:
-    """Aggregated predictions of any model versions (evaluation, hardness); batched."""
+    """Aggregated predictions of any model versions (evaluation, hardness); batched. A language model opponent
+    predicts through its provider (modelzoo.opponent), alone: it is never aggregated with encoder models."""
+    if any(opponent.is_llm(v) for v in versions):
+        if len(versions) != 1:
+            raise ValueError("a language model opponent predicts alone, never aggregated with other models")
+        try:
+            return opponent.predict(versions[0], model_inputs)
+        except ProviderError as exc:
+            raise BackendError(f"{versions[0].name}: {exc.message}", retryable=exc.retryable) from exc
     refs = [ModelRef.of(v) for v in versions]
     aggregate = get_strategy(strategy or get_head(versions[0].head).default_strategy)
     out: list[dict[str, Any]] = []

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
+from statistics import median
 from typing import Any
 
 from annotation.managers import rate
-from annotation.models import Example
+from annotation.models import Assistance, Example
 from modelzoo.models import EnsembleScore
 from rounds.charts import Series, bar_chart, line_chart, time_labels
 from rounds.dashboard_seeds import seed_charts, seed_figures
@@ -112,6 +113,31 @@ def annotators(task: Task, limit: int = 20) -> list[dict[str, Any]]:
     return badges.add_to(Example.objects.filter(round__task=task).leaderboard()[:limit], task)
 
 
+def assistant_comparison(round_: Round) -> list[dict[str, Any]]:
+    """Examples written with and without the writing assistant in a round: MER, vMER, the validators' rejection
+    rate and the median time per example (seconds), with each way of using it (as suggested, edited, own)."""
+    examples = Example.objects.filter(round=round_)
+    by_mode = examples.figures_by("assistance")
+    if not any(mode for mode in by_mode):
+        return []
+    times: dict[str, list[int]] = {}
+    for mode, ms in examples.collected().filter(time_spent_ms__isnull=False).values_list("assistance", "time_spent_ms"):
+        times.setdefault(mode, []).append(ms)
+    empty = Example.objects.none().figures()
+
+    def row(label: str, key: str, figures: dict[str, Any], spent: list[int]) -> dict[str, Any]:
+        return {"label": label, "key": key, **figures,
+                "median_seconds": round(median(spent) / 1000, 1) if spent else None}
+
+    rows = [row("Without the assistant", "without", by_mode.get("", empty), times.get("", []))]
+    assisted = examples.exclude(assistance="")
+    rows.append(row("With the assistant (all)", "with", assisted.figures(),
+                    [ms for mode, spent in times.items() if mode for ms in spent]))
+    rows += [row(f"— {label.lower()}", mode, by_mode.get(mode, empty), times.get(mode, []))
+             for mode, label in Assistance.choices if mode]
+    return rows
+
+
 def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:
     rounds = visible_rounds(task)
     chosen = next((r for r in rounds if r.number == round_number), rounds[-1] if rounds else None)
@@ -119,6 +145,7 @@ def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:
             "fooling_over_time": fooling_over_time(chosen) if chosen else [],
             "labels": label_distribution(task), "ensembles": ensemble_matrix(task), "annotators": annotators(task),
             "seeds": seed_figures(chosen) if chosen else None,
+            "assistant": assistant_comparison(chosen) if chosen else [],
             "before_after": before_after(task)}
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from modelzoo import opponent
 from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
 from modelzoo.services import active_members, predict_with
 from modelzoo.serving import ModelRef, get_backend
@@ -66,7 +67,8 @@ class PredictionCache:
     def get(self, version: ModelVersion, labelled: LabelledSet) -> list[dict[str, Any]]:
         key = (version.pk, labelled.name)
         if key not in self.predictions:
-            get_backend().prepare([ModelRef.of(version)])  # load outside the timed part
+            if not opponent.is_llm(version):  # a language model opponent is no backend's: it loads on first use
+                get_backend().prepare([ModelRef.of(version)])  # load outside the timed part
             order = sorted(range(len(labelled.inputs)), key=lambda i: input_length(labelled.inputs[i]))
             started = time.perf_counter()
             ordered = predict_with([version], [labelled.inputs[i] for i in order])
@@ -85,7 +87,7 @@ class PredictionCache:
             return
         groups: dict[str, list[ModelVersion]] = {}
         for version in versions:
-            if (version.pk, labelled.name) not in self.predictions:
+            if (version.pk, labelled.name) not in self.predictions and not opponent.is_llm(version):
                 groups.setdefault(version.head, []).append(version)
         order = sorted(range(len(labelled.inputs)), key=lambda i: input_length(labelled.inputs[i]))
         ordered_inputs = [labelled.inputs[i] for i in order]
@@ -141,7 +143,14 @@ def _score_models(task: Task, versions: list[ModelVersion], labelled: LabelledSe
     for version in versions:
         if version.pk in fresh:
             continue
-        metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, cache.get(version, labelled))
+        try:
+            predictions = cache.get(version, labelled)
+        except BackendError as exc:
+            if not opponent.is_llm(version):
+                raise
+            log(f"{version.name} on {labelled.name}: not evaluated now ({exc.message})")  # its provider is down
+            continue
+        metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, predictions)
         Evaluation.objects.update_or_create(model_version=version, dataset=labelled.name,
                                             defaults={"size": len(labelled.inputs), "metrics": metrics})
         log(f"{version.name} on {labelled.name} ({len(labelled.inputs)}): {_fmt(metrics)}")
@@ -178,7 +187,8 @@ def record_measurements(cache: PredictionCache) -> None:
             model_version_id=pk,
             defaults={"examples": int(examples), "seconds": round(seconds, 4),
                       "throughput": round(examples / max(seconds, 1e-9), 2),
-                      "memory_mb": weights_mb(versions[pk].artifact_path)},
+                      "memory_mb": (opponent.memory_mb(versions[pk]) if opponent.is_llm(versions[pk])
+                                    else weights_mb(versions[pk].artifact_path))},
         )
 
 

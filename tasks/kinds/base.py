@@ -136,6 +136,58 @@ class RetrainingSettings(_Strict):
 # --- end of retraining settings -------------------------------------------------------------------------
 
 
+# --- language models in the loop (docs/llm.md) ---------------------------------------------------------
+class LLMProviderSettings(_Strict):
+    """Which generative model answers (zoo.llm): the packaged local model, or any OpenAI-compatible endpoint.
+    Empty HTTP fields fall back to the site's LLM_BASE_URL / LLM_MODEL; the key is never stored here, only the
+    name of the environment variable that holds it (LLM_API_KEY by default), so no page ever shows it."""
+
+    provider: Literal["local", "openai"] = Field("local", description="local: the packaged SmolLM2-135M-Instruct "
+                                                 "(offline); openai: an OpenAI-compatible HTTP endpoint.")
+    base_url: str = Field("", max_length=300, description="HTTP only: e.g. http://127.0.0.1:8089/v1 "
+                                                         "(empty: the site's LLM_BASE_URL).")
+    model: str = Field("", max_length=200, description="HTTP only: the model name the endpoint serves "
+                                                       "(empty: the site's LLM_MODEL).")
+    api_key_env: str = Field("", max_length=100, pattern=r"^$|^[A-Z][A-Z0-9_]{0,99}$",
+                             description="HTTP only: the environment variable holding the key (empty: LLM_API_KEY).")
+    timeout_s: float = Field(20.0, ge=0.5, le=300, description="Seconds one call may take before it is given up.")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        value = value.strip()
+        if value and not re.fullmatch(r"https?://[^\s/$.?#][^\s]*", value):
+            raise ValueError("base_url must be an http:// or https:// address")
+        return value
+
+
+class AssistantSettings(_Strict):
+    """The writing assistant on the create page: the writer asks for suggestions for the current context and
+    intended label; each comes back already scored by the live ensemble (docs/llm.md)."""
+
+    enabled: bool = Field(False, description="Offer suggestions on the create page.")
+    provider: LLMProviderSettings = Field(default_factory=LLMProviderSettings)
+    candidates: int = Field(3, ge=1, le=5, description="Suggestions per request.")
+    max_tokens: int = Field(48, ge=8, le=256, description="The longest suggestion, in tokens.")
+    temperature: float = Field(0.9, ge=0.0, le=2.0)
+    examples: int = Field(4, ge=0, le=8, description="Verified fooling examples of the round shown to the model "
+                                                      "as few-shot examples.")
+
+
+class OpponentSettings(_Strict):
+    """A language model as an opponent: its label is the label word it finds most likely after a prompt built
+    from the instructions and the example's fields, with per-label offsets fitted on a dev split. It has its own
+    "fooled" flag and never changes the ensemble's verdict (docs/llm.md)."""
+
+    enabled: bool = Field(False, description="Score every example with the language model too.")
+    provider: LLMProviderSettings = Field(default_factory=LLMProviderSettings)
+    label_words: dict[str, str] = Field(default_factory=dict, description="How a label is said to the model "
+                                        "(label -> word); unset labels are said as written.")
+    timeout_s: float = Field(10.0, ge=0.5, le=120, description="An opponent slower than this is left out of that "
+                                                                 "verdict (the verdict says so).")
+# --- end of language model settings ---------------------------------------------------------------------
+
+
 class TaskConfig(_Strict):
     """Settings common to all kinds; kinds subclass it."""
 
@@ -156,6 +208,8 @@ class TaskConfig(_Strict):
     crowd: CrowdSettings = Field(default_factory=CrowdSettings)
     seeding: SeedingSettings = Field(default_factory=SeedingSettings)
     retraining: RetrainingSettings = Field(default_factory=RetrainingSettings, title="Retraining between rounds")
+    assistant: AssistantSettings = Field(default_factory=AssistantSettings, title="Writing assistant")
+    opponent: OpponentSettings = Field(default_factory=OpponentSettings, title="Language model opponent")
 
     @field_validator("context_fields", "input_fields")
     @classmethod

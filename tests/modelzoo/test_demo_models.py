@@ -52,7 +52,7 @@ def test_evaluate_demo_prints_held_out_figures_of_the_deployed_ensemble(sentimen
     with pytest.raises(CommandError, match="nothing to evaluate"):
         call_command("evaluate_demo", "--tasks", "sentiment")
     call_command("demo_models", "--tasks", "sentiment", "--members", "2", "--encoder", "tiny", "--max-steps", "5",
-                 "--max-examples", "40", "--no-progress")
+                 "--max-examples", "40", "--no-progress", "--opponent-rows", "0")
     assert ModelVersion.objects.filter(task=sentiment_demo, status="deployed").count() == 2
     out = tmp_path / "figures.json"
     call_command("evaluate_demo", "--tasks", "sentiment", "--json", str(out))

@@ -14,8 +14,10 @@
     submit: (sandbox) => withQuery(cfg.urls.submit, { sandbox: sandbox ? 1 : null }),
     stats: cfg.urls.my_stats,
     inspiration: cfg.urls.inspiration,
+    suggestions: cfg.urls.suggestions,
   };
-  const state = { contextId: null, answer: null, example: null, key: null, startedAt: Date.now(), poll: null, mapPoll: null };
+  const state = { contextId: null, answer: null, example: null, key: null, startedAt: Date.now(), poll: null, mapPoll: null,
+    suggestion: null, choice: null, suggestPoll: null };
   state.contextId = parseInt($("context").dataset.contextId, 10) || null;
 
   function newKey() {
@@ -45,6 +47,7 @@
       if (node) node.textContent = context ? String(context.payload[name] ?? "") : "";
     });
     setAnswer(null);
+    clearSuggestions();  // suggestions belong to the context they were written for
   }
 
   // Serving a context counts its use, so it is a POST (the page itself shows none until this answers).
@@ -178,6 +181,10 @@
     state.key = state.key || newKey();
     const body = { context_id: state.contextId, input, target, round: cfg.round, time_spent_ms: Date.now() - state.startedAt };
     if (!sandbox) body.idempotency_key = state.key;
+    if (!sandbox && state.suggestion) {  // provenance: the server compares the text with what was suggested
+      body.suggestion_id = state.suggestion.id;
+      if (state.choice !== null) body.suggestion_choice = state.choice;
+    }
     setScoring(true);
     let result;
     try {
@@ -258,7 +265,13 @@
     const body = $("models").querySelector("tbody");
     body.replaceChildren();
     (models || []).forEach((m) => {
-      body.append(el("tr", {}, el("td", {}, `${m.name} (v${m.model_version})`), el("td", {}, predictionText(m.prediction))));
+      // A language model opponent has its own "fooled" flag and never changes the ensemble's verdict; one that
+      // did not answer in time is left out of this verdict, and the row says why.
+      let answer = predictionText(m.prediction);
+      if (m.opponent && m.left_out) answer = `left out of this verdict: ${m.left_out}`;
+      else if (m.opponent && m.fooled !== undefined) answer += m.fooled ? " — fooled" : " — not fooled";
+      body.append(el("tr", { class: m.opponent ? "model-row opponent" : "model-row" },
+        el("td", {}, `${m.name} (v${m.model_version})`), el("td", {}, answer)));
     });
   }
 
@@ -418,6 +431,90 @@
     document.querySelectorAll("[data-input-field]").forEach((node) => { node.value = ""; countChars(node); });
     setAnswer(null);
     state.startedAt = Date.now();
+    clearSuggestions();
+  }
+
+  // --- the writing assistant ---------------------------------------------------------------------
+  // The writer asks; a job writes the suggestions and scores each with the models in the loop; the page polls.
+  function clearSuggestions() {
+    clearTimeout(state.suggestPoll);
+    state.suggestion = null;
+    state.choice = null;
+    if (!$("suggestions")) return;
+    $("suggestions").replaceChildren();
+    $("suggestions").hidden = true;
+    $("suggest-status").textContent = "";
+  }
+
+  function setSuggesting(on) {
+    $("suggest").disabled = on;
+    $("suggest").setAttribute("aria-busy", on ? "true" : "false");
+    $("suggest-spinner").hidden = !on;
+    $("suggest-label").textContent = on ? "Writing suggestions…" : "Suggest examples";
+  }
+
+  function verdictTag(candidate) {
+    if (candidate.fooled === null || candidate.fooled === undefined)
+      return el("span", { class: "tag warn" }, candidate.verdict_error || "no verdict");
+    const said = candidate.ensemble_prediction ? predictionText(candidate.ensemble_prediction) : "";
+    return candidate.fooled ? el("span", { class: "tag good", title: `The models say ${said}` }, `fools the models (${said})`)
+      : el("span", { class: "tag bad", title: `The models say ${said}` }, `models get it right (${said})`);
+  }
+
+  function useSuggestion(index) {
+    const field = document.querySelector("[data-input-field]");
+    field.value = state.suggestion.candidates[index].text;
+    countChars(field);
+    state.choice = index;
+    document.querySelectorAll(".suggestion").forEach((node, i) => node.classList.toggle("chosen", i === index));
+    field.focus();
+  }
+
+  function showSuggestions(suggestion) {
+    state.suggestion = suggestion;
+    const list = $("suggestions");
+    list.replaceChildren();
+    if (suggestion.state === "failed") {
+      $("suggest-status").textContent = suggestion.error;
+      list.hidden = true;
+      return;
+    }
+    suggestion.candidates.forEach((c, i) => {
+      const take = el("button", { type: "button", class: "secondary", "data-suggestion": String(i) }, "Use");
+      take.addEventListener("click", () => useSuggestion(i));
+      list.append(el("li", { class: "suggestion", "data-fooled": String(c.fooled) },
+        el("p", { class: "suggestion-text" }, c.text), verdictTag(c), take));
+    });
+    list.hidden = false;
+    const fooling = suggestion.candidates.filter((c) => c.fooled).length;
+    $("suggest-status").textContent = `${suggestion.candidates.length} suggestion(s) from ${suggestion.model}; ` +
+      `${fooling} fool the models. Take one and edit it, or write your own.`;
+  }
+
+  async function pollSuggestion(url, delay) {
+    const result = await call("GET", url).catch(() => null);
+    if (result && result.ok && result.data.state !== "pending") { setSuggesting(false); showSuggestions(result.data); return; }
+    if (result && !result.ok && result.status !== 503) {
+      setSuggesting(false); $("suggest-status").textContent = errorText(result.data, "The assistant is unavailable."); return;
+    }
+    state.suggestPoll = setTimeout(() => pollSuggestion(url, Math.min(delay * 1.3, 2000)), delay);
+  }
+
+  async function suggest() {
+    const { target } = readForm();
+    if (target === null || target === undefined) { $("suggest-status").textContent = "Choose the label you intend first."; return; }
+    clearSuggestions();
+    setSuggesting(true);
+    const result = await call("POST", api.suggestions, { context_id: state.contextId, target, round: cfg.round }).catch(() => null);
+    if (!result || !result.ok) {
+      setSuggesting(false);
+      $("suggest-status").textContent = result && result.status === 429
+        ? `Too many requests; wait ${result.retryAfter || "a few"} seconds.`
+        : errorText(result && result.data, "The assistant is unavailable right now; write your own example.");
+      return;
+    }
+    state.suggestion = result.data;
+    pollSuggestion(result.data.link, 400);
   }
 
   function tryAgain() {
@@ -488,6 +585,7 @@
     act("explanation", { writer_explanation: $("writer-explanation").value }, "Explanation saved."));
   $("try-again").addEventListener("click", tryAgain);
   $("inspiration-button").addEventListener("click", inspiration);
+  if ($("suggest")) $("suggest").addEventListener("click", suggest);
   document.addEventListener("keydown", onKey);
   document.querySelectorAll("[data-input-field]").forEach((node) => {
     node.addEventListener("input", () => countChars(node));

@@ -21,10 +21,11 @@ import time
 
 from django.core.management.base import BaseCommand
 
-from modelzoo import data, demo, ensemble_training, services
+from modelzoo import data, demo, ensemble_training, opponent, services
 from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
 from zoo.heads import get_head
+from zoo.llm.base import ProviderError
 from zoo.progress import tqdm_echo
 from zoo.recipes import RECIPES
 
@@ -60,6 +61,9 @@ class Command(BaseCommand):
         parser.add_argument("--demo-items-only", action="store_true",
                             help="train on the demo's own items only (as before the samples; for comparison)")
         parser.add_argument("--force", action="store_true", help="retrain even when an ensemble is deployed")
+        parser.add_argument("--opponent-rows", type=int, default=240,
+                            help="training rows (a stable sample, as even across labels as they allow) the language "
+                                 "model opponent's offsets are fitted on, for a task that turns it on; 0: no opponent")
 
     def handle(self, *args, **o):
         started = time.perf_counter()
@@ -74,6 +78,28 @@ class Command(BaseCommand):
         if round_ is None:
             self.stdout.write(f"{task.slug}: no open round, skipped")
             return
+        if o["opponent_rows"] > 0:  # first: deploying the ensemble evaluates every ready model, the opponent too
+            self._opponent(task, o["opponent_rows"])
+        self._ensemble(task, round_, o)
+
+    def _opponent(self, task: Task, rows: int) -> None:
+        """The language model opponent of a task that turns it on, its offsets fitted on training rows (the demo's
+        rounds have no dev split yet; never a dev or test split of a dataset)."""
+        if not task.typed_config.opponent.enabled or opponent.current(task) is not None:
+            return
+        sample = demo.opponent_rows(task, rows)
+        began = time.perf_counter()
+        try:
+            version = opponent.fit(task, sample, sample.name, max_rows=rows)
+        except (ProviderError, opponent.NoOpponent) as exc:
+            self.stdout.write(f"{task.slug}: no language model opponent ({exc})")
+            return
+        fitted = version.hyperparameters["llm"]["fitted_on"]
+        self.stdout.write(f"{task.slug}: language model opponent {version.name} (v{version.version}), offsets fitted "
+                          f"on {fitted['size']} rows in {time.perf_counter() - began:.0f} s: accuracy "
+                          f"{fitted['accuracy_before']:.3f} -> {fitted['accuracy_after']:.3f} on them")
+
+    def _ensemble(self, task: Task, round_, o: dict) -> None:
         current = services.active_ensemble(round_)
         if current and not o["force"] and all((v.artifact_path / "zoo.json").is_file() for v in current.ordered_members()):
             self.stdout.write(f"{task.slug}: ensemble already deployed for round {round_.number}")

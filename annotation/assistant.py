@@ -1,0 +1,246 @@
+"""The writing assistant: a language model suggests examples for the shown context and intended label, each
+scored by the round's live ensemble before the writer sees it (docs/llm.md).
+
+Flow. `annotation.services.ask_assistant` (the web request) checks the writer may submit to the task now, saves a pending
+`Suggestion` and queues `annotation.suggest` (`annotation.jobs`: a job: a Celery worker with a broker; a thread of the web process
+in the embedded default, so the local model is loaded once and no request ever waits for it). The job prompts
+the task's provider (`run` here; `modelzoo.llm.provider_for`) with the task's instructions, the context, the intended label
+and a few of the round's verified fooling examples (`zoo.llm.prompts.suggestion_prompt`), keeps the usable
+candidates (`clean_candidates`), scores them in one batch with the live ensemble, and stores them. The page polls.
+
+Failures. A provider that is down, slow, over its quota or misconfigured turns the request `failed` with a
+sentence for the writer; the create flow never waits for it, and a submission never depends on it. A round
+without a deployed ensemble still gets its suggestions, without verdicts ("the models are still training").
+
+Provenance (`provenance`). A submission may name the suggestion request the writer had open (and the candidate
+they picked). The server compares the submitted text with the candidates: identical → as suggested; picked or
+close (an edit distance of at most half the candidate) → edited, with the distance; otherwise written from
+scratch with suggestions shown. Exports and the dataset card carry it; the round dashboard compares the groups.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import F
+from django.utils import timezone
+from rapidfuzz.distance import Levenshtein
+
+from annotation import scoring
+from annotation.models import Assistance, Example, Suggestion
+from dynabench_site import errors
+from modelzoo.llm import provider_for
+from tasks.kinds import InputError
+from tasks.models import LabeledItem, Round, Task
+from zoo.llm.base import ProviderError
+from zoo.llm.prompts import clean_candidates, label_word, suggestion_prompt
+from zoo.types import BackendError, NoEnsembleYet
+
+log = logging.getLogger(__name__)
+
+# What the writer reads when the assistant cannot help now, by the provider's failure kind.
+UNAVAILABLE = {
+    "down": "The writing assistant is unavailable right now (its language model does not answer). "
+            "Write your own example: submitting works as usual.",
+    "timeout": "The writing assistant took too long to answer. Try again, or write your own example: "
+               "submitting works as usual.",
+    "quota": "The writing assistant has reached its usage limit for now. Write your own example: submitting works "
+             "as usual.",
+    "bad_response": "The writing assistant's language model answered something unusable. Try again, or write your "
+                    "own example.",
+    "config": "The writing assistant is not set up correctly ({detail}); the task's owner can fix it in the task's "
+              "settings. Write your own example: submitting works as usual.",
+}
+NOTHING_USABLE = "The language model wrote nothing usable this time. Ask again, or write your own example."
+NOT_QUEUED = ("The writing assistant could not start (the job queue does not answer). Write your own example: "
+              "submitting works as usual.")
+# Generic few-shot lines when the round has no verified fooling example yet and the task no labelled item of the
+# label: the model is shown the shape of an answer, not content of a dataset.
+MAX_SHOTS_POOL = 50
+
+
+@dataclass(frozen=True)
+class Provenance:
+    suggestion: Suggestion | None
+    assistance: str
+    suggested_text: str
+    edit_distance: int | None
+
+
+def enabled(task: Task) -> bool:
+    config = task.typed_config
+    return bool(config.assistant.enabled) and task.kind_impl.target_is_label and len(config.input_fields) == 1
+
+
+def check_enabled(task: Task) -> None:
+    if not task.typed_config.assistant.enabled:
+        raise errors.Conflict("the writing assistant is off for this task", field="assistant")
+    if not enabled(task):
+        raise errors.Conflict("the writing assistant suggests texts for labelled tasks with one input field; this "
+                              "task's kind cannot use it", field="assistant")
+
+
+# --- the job (annotation.jobs.suggest) ------------------------------------------------------------------------
+
+
+def run(suggestion_id: int) -> str:
+    suggestion = (Suggestion.objects.select_related("round__task", "context")
+                  .filter(pk=suggestion_id, state=Suggestion.State.PENDING).first())
+    if suggestion is None:
+        return "skipped"
+    task = suggestion.round.task
+    config = task.typed_config
+    settings_ = config.assistant
+    try:
+        provider = provider_for(settings_.provider)
+        shots = _shots(task, suggestion.round, suggestion.target, settings_.examples)
+        prompt = suggestion_prompt(
+            config.instructions or task.description, _context_fields(task, suggestion), _label(task, suggestion.target),
+            _label_words(task), shots, what=config.input_fields[0].replace("_", " "))
+        generation = provider.generate(prompt.user, system=prompt.system, prefix=prompt.prefix, stop=list(prompt.stop),
+                                       n=settings_.candidates, max_tokens=settings_.max_tokens,
+                                       temperature=settings_.temperature)
+    except ProviderError as exc:
+        log.warning("suggestion %s: %s (%s)", suggestion_id, exc, exc.kind)
+        _fail(suggestion_id, UNAVAILABLE[exc.kind].format(detail=exc.message))
+        return "failed"
+    texts = clean_candidates(generation.texts, context=_context_fields(task, suggestion),
+                             examples=[shot["text"] for shot in shots], max_chars=config.max_input_chars
+                             )[: settings_.candidates]
+    if not texts:
+        _fail(suggestion_id, NOTHING_USABLE, usage=generation.usage.as_dict(), model=generation.model)
+        return "failed"
+    candidates = _scored(task, suggestion, texts)
+    Suggestion.objects.filter(pk=suggestion_id, state=Suggestion.State.PENDING).update(
+        state=Suggestion.State.READY, candidates=candidates, model=generation.model[:200], shots=len(shots),
+        usage=generation.usage.as_dict(), ready_at=timezone.now())
+    return "ready"
+
+
+def not_queued(suggestion_id: int) -> None:
+    """The job could not be queued (the broker is down): the request fails at once, with the reason."""
+    _fail(suggestion_id, NOT_QUEUED)
+
+
+def _fail(suggestion_id: int, message: str, **fields: Any) -> None:
+    Suggestion.objects.filter(pk=suggestion_id, state=Suggestion.State.PENDING).update(
+        state=Suggestion.State.FAILED, error=message[:2000], ready_at=timezone.now(), **fields)
+
+
+def _scored(task: Task, suggestion: Suggestion, texts: list[str]) -> list[dict[str, Any]]:
+    """Each candidate with the live ensemble's verdict (one batch); without verdicts while the models train or the
+    model server is down (the candidates are still worth showing)."""
+    field = task.typed_config.input_fields[0]
+    payload = suggestion.context.payload if suggestion.context else {}
+    inputs = [task.kind_impl.model_input(task.typed_config, payload, {field: text}) for text in texts]
+    try:
+        verdicts = scoring.predict(suggestion.round, inputs, explain=False)
+    except NoEnsembleYet:
+        return [{"text": t, "fooled": None, "verdict_error": "the models are still training"} for t in texts]
+    except BackendError as exc:
+        log.warning("suggestion %s: scoring the candidates failed: %s", suggestion.pk, exc)
+        return [{"text": t, "fooled": None, "verdict_error": "the models could not score it now"} for t in texts]
+    return [{"text": text, "fooled": scoring.is_fooled(task, suggestion.target, v["ensemble"]),
+             "ensemble_prediction": v["ensemble"], "model_predictions": v["models"]}
+            for text, v in zip(texts, verdicts, strict=True)]
+
+
+def _context_fields(task: Task, suggestion: Suggestion) -> dict[str, str] | None:
+    if suggestion.context is None:
+        return None
+    return {k: str(v) for k, v in suggestion.context.payload.items() if k in task.typed_config.context_fields}
+
+
+def _label(task: Task, target: Any) -> str:
+    return task.kind_impl.target_label(target)
+
+
+def _label_words(task: Task) -> dict[str, str]:
+    return dict(task.typed_config.opponent.label_words)
+
+
+def _shots(task: Task, round_: Round, target: Any, limit: int) -> list[dict[str, str]]:
+    """Few-shot examples for the prompt: the round's verified fooling examples (newest first, the intended label
+    first), then, while there are too few, labelled items of the task (base data, seeds)."""
+    if limit <= 0:
+        return []
+    field = task.typed_config.input_fields[0]
+    label = _label(task, target)
+    rows: list[dict[str, str]] = []
+    fooling = (Example.objects.collected().filter(round=round_, fooled=True, consensus=Example.Consensus.VERIFIED)
+               .select_related("context").order_by("-id")[:MAX_SHOTS_POOL])
+    for example in sorted(fooling, key=lambda e: _label(task, e.validated_label or e.target) != label):
+        rows.append(_shot(task, example.context.payload if example.context else {}, example.input.get(field, ""),
+                          _label(task, example.validated_label or example.target)))
+    if len(rows) < limit:
+        items = LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TRAIN).order_by(F("hardness_score").desc(nulls_last=True), "id")
+        for item in items[:MAX_SHOTS_POOL]:
+            text = (item.input or {}).get(field)
+            if isinstance(text, str) and text:
+                rows.append(_shot(task, item.context or {}, text, _label(task, item.target)))
+    rows = [r for r in rows if r["text"]]
+    rows.sort(key=lambda r: r["label"] != label)  # stable: the intended label's examples first
+    return rows[:limit]
+
+
+def _shot(task: Task, payload: dict[str, Any], text: str, label: str) -> dict[str, str]:
+    row = {"text": text, "label": label}
+    fields = task.typed_config.context_fields
+    if fields and payload.get(fields[0]):
+        row["context"] = str(payload[fields[0]])
+    return row
+
+
+# --- provenance ---------------------------------------------------------------------------------------------
+
+
+def provenance(user, task: Task, round_: Round, suggestion_id: Any, choice: Any, cleaned_input: dict[str, str]
+               ) -> Provenance:
+    """How a submission relates to the suggestions its writer had open (none named: without the assistant)."""
+    if suggestion_id is None:
+        return Provenance(None, Assistance.NONE, "", None)
+    if not isinstance(suggestion_id, int) or isinstance(suggestion_id, bool):
+        raise InputError("suggestion_id", "must be an integer id")
+    suggestion = Suggestion.objects.filter(pk=suggestion_id, author=user).first()
+    if suggestion is None:
+        raise InputError("suggestion_id", f"suggestion {suggestion_id} is not one of yours")
+    if suggestion.round_id != round_.pk:
+        raise InputError("suggestion_id", f"suggestion {suggestion_id} was made for another round")
+    texts = [c.get("text", "") for c in suggestion.candidates or []]
+    if choice is not None and (not isinstance(choice, int) or isinstance(choice, bool)
+                               or not 0 <= choice < len(texts)):
+        raise InputError("suggestion_choice", f"must be the index of one of the {len(texts)} suggestions shown")
+    if not texts:  # asked, got none (failed or still pending): the text is the writer's own
+        return Provenance(suggestion, Assistance.OWN, "", None)
+    written = cleaned_input[task.typed_config.input_fields[0]]
+    distances = [Levenshtein.distance(written, t) for t in texts]
+    index = choice if choice is not None else min(range(len(texts)), key=distances.__getitem__)
+    distance = distances[index]
+    if distance == 0:
+        return Provenance(suggestion, Assistance.AS_SUGGESTED, texts[index], 0)
+    if choice is not None or distance <= len(texts[index]) // 2:
+        return Provenance(suggestion, Assistance.EDITED, texts[index], distance)
+    return Provenance(suggestion, Assistance.OWN, "", None)
+
+
+def describe(example: Example) -> dict[str, Any] | None:
+    """An example's provenance as exports and the API show it (None: written without the assistant)."""
+    if not example.assistance:
+        return None
+    suggestion = example.suggestion
+    return {
+        "mode": example.assistance,
+        "suggested_text": example.suggested_text or None,
+        "edit_distance": example.edit_distance,
+        "provider": suggestion.provider if suggestion else None,
+        "model": suggestion.model if suggestion else None,
+        "suggestion_id": example.suggestion_id,
+    }
+
+
+def label_words_for(task: Task) -> dict[str, str]:
+    """Every label of the task as the model is told it (for the page's legend)."""
+    words = _label_words(task)
+    return {label: words.get(label) or label_word(label) for label in getattr(task.typed_config, "labels", [])}
