@@ -20,6 +20,7 @@ from annotation.feedback import APPEALABLE
 from annotation.models import Example, Suggestion
 from annotation.sampling import get_strategy
 from dynabench_site import errors
+from modelzoo import opponent
 from tasks import guidelines
 from tasks.access import open_round
 from tasks.kinds import InputError, TaskConfig
@@ -210,6 +211,7 @@ def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
     """Validate and score a would-be example without storing anything (BackendError propagates)."""
     clean = clean_submission(task, sub)
     verdict = scoring.predict(clean.round, [clean.model_input], explain=True)[0]  # nothing is stored: map now
+    rival = opponent.verdict_entry(task, clean.model_input, clean.target)  # the opponent's row, as in a verdict
     return {
         "sandbox": True,
         "round": clean.round.number,
@@ -218,7 +220,7 @@ def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
         "target": clean.target,
         "fooled": scoring.is_fooled(task, clean.target, verdict["ensemble"]),
         "ensemble_prediction": verdict["ensemble"],
-        "model_predictions": verdict["models"],
+        "model_predictions": [*verdict["models"], *([rival] if rival else [])],
         "explanation": verdict.get("explanation"),
         "model_versions": verdict["model_versions"],
     }

@@ -47,6 +47,7 @@ def setup(tmp: Path, members: int):
     os.environ["DATABASE_URL"] = f"sqlite:///{tmp / 'bench.sqlite3'}"
     os.environ["MODEL_STORE"] = str(tmp / "models")
     os.environ["JOB_RUNNER"] = "inline"
+    os.environ["ASSISTANT_RATE"] = "10000/min"  # one writer asks many times here
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dynabench_site.settings")
     import django
 
@@ -56,14 +57,15 @@ def setup(tmp: Path, members: int):
     call_command("migrate", verbosity=0)
     from modelzoo import services
     from tasks import roles
-    from tasks.models import Context, LabeledItem, Round, Task
+    from tasks.models import Context, LabeledItem, Round, Task, payload_hash
     from zoo import encoder, training
 
     task = Task.objects.create(slug="bench-assist", name="Bench assistant", kind="sentiment",
                                config={"assistant": {"enabled": True, "provider": {"provider": "local"}}})
     round_ = Round.objects.create(task=task, number=1, status=Round.Status.OPEN)
     for prompt in PROMPTS:
-        Context.objects.create(task=task, round=round_, payload={"prompt": prompt})
+        Context.objects.create(task=task, round=round_, payload={"prompt": prompt},
+                               key=payload_hash({"prompt": prompt}))
     for i, (text, label) in enumerate(SHOTS):
         LabeledItem.objects.create(task=task, collection="bench", split="train", input={"text": text}, target=label,
                                    key=f"shot{i}")

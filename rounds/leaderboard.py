@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from modelzoo import opponent
 from modelzoo.models import ModelVersion
 from rounds.datasets import dataset_label, test_sets
 from tasks.models import Task
@@ -44,7 +45,8 @@ def _row(version: ModelVersion, sets: list[str], metric: str) -> dict[str, Any]:
     rounds = sorted({m.ensemble.round.number for m in version.memberships.all() if m.ensemble.active})
     return {
         "id": version.pk, "version": version.version, "name": version.name, "status": version.status,
-        "source": f"upload by {upload.uploaded_by.username}" if upload else "trained",
+        "source": (f"upload by {upload.uploaded_by.username}" if upload
+                   else "language model opponent" if opponent.is_llm(version) else "trained"),
         "upload_id": upload.pk if upload else None, "in_next_ensemble": bool(upload and upload.in_next_ensemble),
         "rounds": rounds, "scores": scores, "cells": [scores[s] for s in sets],
         "performance": round(sum(known) / len(known), 4) if known else None,

@@ -148,8 +148,11 @@ class LLMProviderSettings(_Strict):
                                                          "(empty: the site's LLM_BASE_URL).")
     model: str = Field("", max_length=200, description="HTTP only: the model name the endpoint serves "
                                                        "(empty: the site's LLM_MODEL).")
-    api_key_env: str = Field("", max_length=100, pattern=r"^$|^[A-Z][A-Z0-9_]{0,99}$",
-                             description="HTTP only: the environment variable holding the key (empty: LLM_API_KEY).")
+    # LLM_ names only: an owner who could name any variable could send SECRET_KEY or DATABASE_URL to an endpoint
+    # of their choosing as the "key"
+    api_key_env: str = Field("", max_length=100, pattern=r"^$|^LLM_[A-Z0-9_]{1,96}$",
+                             description="HTTP only: the environment variable holding the key, a name starting with "
+                                         "LLM_ (empty: LLM_API_KEY).")
     timeout_s: float = Field(20.0, ge=0.5, le=300, description="Seconds one call may take before it is given up.")
 
     @field_validator("base_url")

@@ -100,6 +100,19 @@ def test_bad_requests_say_what_was_wrong(writer_api, body, field):
     assert field in response.content.decode()
 
 
+@pytest.mark.parametrize("name", ["SECRET_KEY", "DATABASE_URL", "llm_key", "LLM_"])
+def test_a_task_may_only_name_an_llm_key_variable_so_no_other_secret_can_be_sent(name):
+    """The key is read from the environment variable a task names and sent to the task's endpoint: only LLM_*
+    names are allowed, or an owner could send the site's SECRET_KEY to a server of their own."""
+    from pydantic import ValidationError
+
+    from tasks.kinds.base import LLMProviderSettings
+
+    with pytest.raises(ValidationError, match="api_key_env"):
+        LLMProviderSettings.model_validate({"provider": "openai", "api_key_env": name})
+    assert LLMProviderSettings.model_validate({"api_key_env": "LLM_TEAM_KEY"}).api_key_env == "LLM_TEAM_KEY"
+
+
 # --- a provider that is down -------------------------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from accounts import services as accounts
 from accounts import tokens
-from annotation.models import Example
+from annotation.models import Example, Suggestion
 from crowd import links, quizzes
 from rounds.models import PipelineRun, ResearcherModel
 from tasks import guidelines, roles
@@ -77,6 +77,7 @@ class World:
     quiz: Any
     quiz_item: int = 0
     extra_ensemble: int = 0
+    suggestion: int = 0  # the annotator's request to the writing assistant
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,11 @@ ROWS: list[Row] = [
     Row("api/tasks/<slug:slug>/examples/", "POST", p("/api/tasks/sentiment/examples/"), WRITERS, SUBMISSION, json=True),
     Row("api/tasks/<slug:slug>/sandbox/", "POST", p("/api/tasks/sentiment/sandbox/"),
         expect(DENY, annotator=ALLOWED, signup=ALLOWED), SUBMISSION, json=True, note="(no model: 503)"),
+    Row("api/tasks/<slug:slug>/suggestions/", "POST", p("/api/tasks/sentiment/suggestions/"),
+        expect(DENY, annotator=ALLOWED, signup=ALLOWED), lambda w, u: {"context_id": w.example.context_id,
+                                                                      "target": "positive"},
+        json=True, note="(the assistant is off: 409)"),
+    Row("api/suggestions/<int:pk>/", "GET", p("/api/suggestions/{w.suggestion}/"), AUTHOR_OR_OWNERS),
     Row("api/tasks/<slug:slug>/inspiration/", "GET", p("/api/tasks/sentiment/inspiration/"), WRITERS),
     Row("api/examples/<int:pk>/", "GET", p("/api/examples/{w.example.pk}/"), AUTHOR_OR_OWNERS),
     Row("api/examples/<int:pk>/score/", "POST", p("/api/examples/{w.example.pk}/score/"), AUTHOR_OR_OWNERS, json=True),
@@ -382,8 +388,11 @@ def build_world() -> World:
                                workers="W1,A1")
     quiz = quizzes.ensure_quiz(task, "validator")
     quizzes.add_example(quiz, decided)
+    suggestion = Suggestion.objects.create(round=round_, context=example.context, author=people["annotator"],
+                                           target="positive", state=Suggestion.State.FAILED,
+                                           error="The writing assistant is off for this task.")
     world = World(task, hidden, round_, people, example, rejected, decided, run, upload, batch, quiz,
-                  quiz.items.get().pk, ensemble.pk)
+                  quiz.items.get().pk, ensemble.pk, suggestion.pk)
     guidelines.publish(task, "Be kind.", by=people["owner"])
     for user in people.values():  # everyone has read them: the guidelines rule is not what this matrix tests
         guidelines.acknowledge(user, task, 1)
