@@ -18,6 +18,8 @@ MAIN_PAGES = ("anonymous-home", "new-signup-welcome", "annotator-create", "annot
               "expert-queue", "owner-console", "owner-settings", "owner-close-round", "researcher-task",
               "anonymous-dashboard", "admin-console")
 WIDE, WIDE_TO = 1400, 1000
+# pictures of other browser tests, copied when a run made them: tests/annotation/test_assistant_page.py
+OTHER_PAGES = ("annotator-assistant-1400",)
 
 
 def shrink(source: Path, target: Path) -> int:
@@ -37,7 +39,9 @@ def main() -> int:
     TARGET.mkdir(parents=True, exist_ok=True)
     total = sum(shrink(SOURCE / f"{name}-{width}.png", TARGET / f"{name}-{width}.png")
                 for name in MAIN_PAGES for width in (1400, 420))
-    print(f"{len(MAIN_PAGES) * 2} pictures, {total / 1e6:.1f} MB in {TARGET}")
+    others = [name for name in OTHER_PAGES if (SOURCE / f"{name}.png").is_file()]
+    total += sum(shrink(SOURCE / f"{name}.png", TARGET / f"{name}.png") for name in others)
+    print(f"{len(MAIN_PAGES) * 2 + len(others)} pictures, {total / 1e6:.1f} MB in {TARGET}")
     return 0
 
 

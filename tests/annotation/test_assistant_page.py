@@ -44,6 +44,8 @@ def test_writer_takes_a_scored_suggestion_edits_it_and_submits(browser, writer, 
     tags = [item.find_element(By.CSS_SELECTOR, ".tag").text for item in items]
     assert all("fools the models" in t or "models get it right" in t for t in tags)
     assert "fool the models" in browser.find_element(By.ID, "suggest-status").text
+    # the picture shows the text box, the label, the assistant and its scored suggestions together
+    browser.execute_script("document.getElementById('input-text').scrollIntoView({block: 'start'})")
     shot(browser, "annotator-assistant-1400")
 
     items[0].find_element(By.CSS_SELECTOR, "button[data-suggestion]").click()

@@ -457,8 +457,8 @@
     if (candidate.fooled === null || candidate.fooled === undefined)
       return el("span", { class: "tag warn" }, candidate.verdict_error || "no verdict");
     const said = candidate.ensemble_prediction ? predictionText(candidate.ensemble_prediction) : "";
-    return candidate.fooled ? el("span", { class: "tag good", title: `The models say ${said}` }, `fools the models (${said})`)
-      : el("span", { class: "tag bad", title: `The models say ${said}` }, `models get it right (${said})`);
+    return candidate.fooled ? el("span", { class: "tag good", title: `The models say ${said}` }, said ? `fools the models: ${said}` : "fools the models")
+      : el("span", { class: "tag bad", title: `The models say ${said}` }, said ? `models get it right: ${said}` : "models get it right");
   }
 
   function useSuggestion(index) {
