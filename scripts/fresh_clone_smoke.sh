@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's first command on a fresh clone: clone this repository's committed HEAD into a temporary
-# folder, run `make run` there on a free port, and wait until `/` and `/api/tasks/` answer 200 and a demo
-# submission gets its verdict; then stop everything `make run` started (its whole process group).
+# folder, run `make run` there on a free port, and wait until `/` and `/api/tasks/` answer 200, a demo
+# submission gets its verdict (with the language model opponent's row) and the writing assistant suggests; then stop everything `make run` started (its whole process group).
 #
 # The clone reuses this checkout's virtual environment (a symlink; `make -o` keeps make from reinstalling
 # it), so the smoke does not download 1.7 GB again. Everything else is fresh: var/, the SQLite database,
@@ -148,5 +148,26 @@ example = wait_for("a verdict on a demo submission", verdict, every=5.0)
 assert example["scoring_state"] == "scored", example
 label = (example.get("ensemble_prediction") or {}).get("label")
 print(f"  verdict      fooled={example['fooled']} (the ensemble said {label!r}) after {time.monotonic() - t0:.0f} s")
+rival = [m for m in example.get("model_predictions") or [] if m.get("opponent")]
+assert rival, f"the sentiment demo's language model opponent is missing from the verdict: {example.get('model_predictions')}"
+said = (rival[0].get("prediction") or {}).get("label") or f"left out: {rival[0].get('left_out')}"
+print(f"  opponent     {rival[0].get('name')}: {said}")
+
+# The writing assistant, on for the sentiment demo with the packaged local model.
+status, asked = call("POST", "/api/tasks/sentiment/suggestions/",
+                     {"context_id": body["context_id"], "target": "negative"}, token=token)
+assert status == 202 and asked, f"the writing assistant answered {status}: {asked}"
+
+
+def suggestions():
+    status, found = call("GET", asked["link"], token=token)
+    assert status == 200, f"{asked['link']} answered {status}"
+    return found if found["state"] != "pending" else None
+
+
+found = wait_for("the writing assistant's suggestions", suggestions, every=1.0)
+assert found["state"] == "ready" and found["candidates"], f"no suggestions: {found['state']} {found['error']}"
+print(f"  assistant    {len(found['candidates'])} suggestion(s) from {found['model']}, "
+      f"{sum(bool(c.get('fooled')) for c in found['candidates'])} fool the models")
 EOF
 echo "fresh-clone smoke: passed in $(( $(date +%s) - started )) s"
