@@ -10,7 +10,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 from accounts.models import Account
-from dynabench_site import throttles
+from dynabench_site import access_cache, throttles
 
 
 def client_ip(request: HttpRequest) -> str | None:
@@ -39,17 +39,30 @@ def origin_of(user) -> Account | None:
     return Account.objects.filter(user_id=user.pk).first()
 
 
+def _link_keys(user) -> tuple[str | None, str]:
+    """(sign-up address, external worker id) of `user`'s account, from the access cache when it holds them: a
+    validator's every queue request and a writer's every submission ask (issue 27). An account's save or deletion
+    makes the entry stale (accounts.signals)."""
+    name = access_cache.key("origin", user.pk)
+    found, generation = access_cache.lookup(name)
+    if found is access_cache.MISSING:
+        mine = Account.objects.filter(user_id=user.pk).values_list("signup_ip", "external_worker_id").first()
+        found = (mine[0], mine[1] or "") if mine else (None, "")
+        access_cache.put(name, found, generation)
+    return found
+
+
 def linked_user_ids(user, *, by_ip: bool = True) -> QuerySet:
     """Ids of the other accounts sharing `user`'s sign-up address (when `by_ip`) or external worker id:
     a subquery, so callers can `exclude(author__in=...)` in one statement."""
-    mine = origin_of(user)
-    if mine is None:
+    signup_ip, worker_id = _link_keys(user)
+    if not signup_ip and not worker_id:
         return Account.objects.none().values("user")
     same = Q(pk__in=[])
-    if by_ip and mine.signup_ip:
-        same |= Q(signup_ip=mine.signup_ip)
-    if mine.external_worker_id:
-        same |= Q(external_worker_id=mine.external_worker_id)
+    if by_ip and signup_ip:
+        same |= Q(signup_ip=signup_ip)
+    if worker_id:
+        same |= Q(external_worker_id=worker_id)
     return Account.objects.filter(same).exclude(user_id=user.pk).values("user")
 
 

@@ -42,6 +42,7 @@ from django.core.cache.backends.redis import RedisCache
 from django.db import transaction
 from django.utils import timezone
 
+from annotation import signals
 from annotation.models import Example
 from modelzoo import opponent
 from modelzoo.services import explain_verdict, predict_for_round
@@ -160,6 +161,7 @@ def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outco
     )
     if stored:  # one line per stored verdict: the fault tests count them (never two for one example)
         log.info("verdict stored for example %s (attempt %s, fooled=%s)", example.pk, token, fooled)
+        signals.verdict_stored.send(sender=Example, example_id=example.pk, fooled=bool(fooled))
         announce_settled(example.pk)
     return Outcome.SCORED if stored else Outcome.SKIPPED
 

@@ -21,6 +21,7 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, Q
 
 from annotation.models import Example
+from dynabench_site import access_cache
 from dynabench_site.errors import Conflict
 from tasks.models import Task
 from validation.consensus import CORRECT, INCORRECT, outcome_key
@@ -98,7 +99,19 @@ def _standing(task: Task, user_id: int, username: str, answered: int, correct: i
 
 
 def is_blocked(task: Task, user) -> bool:
-    return standing(task, user).blocked
+    """Whether `user` is blocked on `task`. Every queue request and vote asks, so the gold counts come from the
+    access cache when it holds them (issue 27); a gold answer's creation or deletion makes them stale
+    (validation.signals), and the thresholds are read from the task each time."""
+    name = access_cache.key("gold", task.pk, user.pk)
+    counts, generation = access_cache.lookup(name)
+    if counts is access_cache.MISSING:
+        found = GoldAnswer.objects.filter(task=task, validator=user).aggregate(
+            answered=Count("pk"), correct=Count("pk", filter=Q(correct=True))
+        )
+        counts = (found["answered"], found["correct"])
+        access_cache.put(name, counts, generation)
+    answered, correct = counts
+    return bool(answered) and _blocked(task, answered, correct)
 
 
 def standings(task: Task) -> list[Standing]:

@@ -20,8 +20,9 @@ import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import CharField, Count, Exists, F, Func, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -74,7 +75,7 @@ def claim_next(task: Task, user, now: datetime | None = None) -> Claim:
     crowd = is_crowd(task, user)
     if crowd and gold.is_blocked(task, user):
         return Claim(None, reason=LOW_ACCURACY)
-    refresh_unscored(task)
+    refresh_unscored_now_and_then(task)
     held = current_lease(task, user, rule, now)
     if held is not None:
         return held
@@ -155,12 +156,15 @@ def candidates(task: Task, user, rule: ValidationSettings, now: datetime, exclud
 def try_claim(example_id: int, user, rule: ValidationSettings, now: datetime) -> datetime | None:
     """Lease one example under its row lock; None when someone holds the lock or it filled up meanwhile."""
     with transaction.atomic():
-        item = QueueItem.objects.select_for_update(skip_locked=True).filter(pk=example_id, open=True).first()
+        # the others' live leases come with the locked row (one round trip; the lock keeps them from changing
+        # through another claim of this row meanwhile)
+        locked = (QueueItem.objects.select_for_update(skip_locked=True).filter(pk=example_id, open=True)
+                  .annotate(others=held_by_others(user, now)))
+        item = relaxed_commit(locked).first()
         if item is None:
             return None
-        relaxed_commit()
         votes, voters = votes_and_voters(example_id)
-        if user.pk in voters or not has_room(item, user, rule, now, votes):
+        if user.pk in voters or not has_room(item, user, rule, now, votes, others=item.others):
             return None
         expires = now + timedelta(seconds=rule.lease_seconds)
         Lease.objects.bulk_create(
@@ -198,22 +202,27 @@ def next_gold(task: Task, user) -> Example | None:
     return item.example if item is not None else None
 
 
-def relaxed_commit() -> None:
-    """A lease is ephemeral (a crash only frees the item early), so its commit need not wait for the disk."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit TO OFF")
+def relaxed_commit(rows: QuerySet) -> QuerySet:
+    """`rows`, read so that the transaction commits without waiting for the disk (PostgreSQL: `SET LOCAL
+    synchronous_commit TO OFF`, as `set_config(..., true)` in the same statement: no round trip of its own). A
+    lease is ephemeral (a crash only frees the item early); nothing else is written in that transaction."""
+    if connection.vendor != "postgresql":
+        return rows
+    return rows.annotate(relaxed=Func(Value("synchronous_commit"), Value("off"), Value(True), function="set_config",
+                                      output_field=CharField()))
 
 
 def has_room(
-    item: QueueItem, user, rule: ValidationSettings, now: datetime, votes: list[consensus.Vote] | None = None
+    item: QueueItem, user, rule: ValidationSettings, now: datetime, votes: list[consensus.Vote] | None = None,
+    others: int | None = None,
 ) -> bool:
     """Whether fewer validators than the votes still needed hold a lease on the item (checked under its lock).
 
     The votes still needed are recomputed from the votes, so a changed task setting takes effect at once.
     """
     needed = consensus.decide(votes_of(item.pk) if votes is None else votes, rule, None).needed
-    others = Lease.objects.filter(example_id=item.pk, expires_at__gt=now).exclude(validator=user).count()
+    if others is None:
+        others = Lease.objects.filter(example_id=item.pk, expires_at__gt=now).exclude(validator=user).count()
     return others < needed
 
 
@@ -264,6 +273,22 @@ def empty_reason(task: Task, user, rule: ValidationSettings) -> str:
 
 
 # --- keeping the queue rows in step with the examples ---------------------------------------------
+
+
+REFRESH_EVERY_S = 15
+
+
+def refresh_unscored_now_and_then(task: Task) -> None:
+    """The safety net of the queue rows' verdicts, at most once per REFRESH_EVERY_S per task (all processes, through
+    the cache; every time when the cache is down). A stored verdict reaches its row at once through
+    `annotation.signals.verdict_stored`; this only repairs a row whose signal was lost (a worker killed between the
+    two writes), so a validator's every request need not pay for it (issue 27)."""
+    try:
+        due = cache.add(f"queue:refresh-unscored:{task.pk}", 1, REFRESH_EVERY_S)
+    except Exception:  # noqa: BLE001 - the cache is down: refresh every time, as before
+        due = True
+    if due:
+        refresh_unscored(task)
 
 
 def refresh_unscored(task: Task, limit: int = 500) -> None:

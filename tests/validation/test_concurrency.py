@@ -110,3 +110,26 @@ def test_concurrent_claims_of_an_item_needing_one_vote_lease_it_once(make_valida
 
     assert run_threads(claimers, claim) == []
     assert got.count(example.pk) == 1
+
+
+def test_a_claim_commits_its_lease_without_waiting_for_the_disk(make_validator):
+    """The lease's transaction runs with synchronous_commit off (set in the claim's own statement), and only it:
+    the next transaction is back to the server's default."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    task = TaskFactory(slug="relaxed", kind="sentiment")
+    example = ExampleFactory(round=RoundFactory(task=task))
+    validator = make_validator("relaxed-judge")
+    rule = task.typed_config.validation
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        default = cursor.fetchone()[0]
+    with transaction.atomic():  # the claim's own atomic block becomes a savepoint: its SET LOCAL shows here
+        assert queue.try_claim(example.pk, validator, rule, timezone.now()) is not None
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            assert cursor.fetchone()[0] == "off"
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == default

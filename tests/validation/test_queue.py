@@ -3,9 +3,11 @@
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.utils import timezone
 
 from annotation.models import Example
+from annotation.signals import verdict_stored
 from tasks.models import Round
 from tests.factories import ExampleFactory, ValidationFactory
 from tests.validation.conftest import set_validation
@@ -162,7 +164,20 @@ def test_example_scored_after_creation_enters_the_queue(task, open_round, make_v
     pending = ExampleFactory(round=open_round, scoring_state=Example.Scoring.PENDING, fooled=None)
     alice = make_validator("alice")
     assert claim(task, alice).example is None
+    # what annotation.scoring does when it stores a verdict: a queryset update, and its announcement
     Example.objects.filter(pk=pending.pk).update(scoring_state=Example.Scoring.SCORED, fooled=True)
+    verdict_stored.send(sender=Example, example_id=pending.pk, fooled=True)
+    assert claim(task, alice).example == pending
+
+
+def test_a_verdict_whose_announcement_was_lost_enters_the_queue_at_the_next_refresh(task, open_round,
+                                                                                   make_validator):
+    pending = ExampleFactory(round=open_round, scoring_state=Example.Scoring.PENDING, fooled=None)
+    alice = make_validator("alice")
+    assert claim(task, alice).example is None
+    Example.objects.filter(pk=pending.pk).update(scoring_state=Example.Scoring.SCORED, fooled=True)  # no signal
+    assert claim(task, alice).example is None  # the safety net ran less than REFRESH_EVERY_S ago
+    cache.delete(f"queue:refresh-unscored:{task.pk}")  # REFRESH_EVERY_S later
     assert claim(task, alice).example == pending
 
 
