@@ -34,7 +34,7 @@ from dynabench_site import errors
 from modelzoo.llm import provider_for
 from tasks.kinds import InputError
 from tasks.models import LabeledItem, Round, Task
-from zoo.llm.base import ProviderError
+from zoo.llm.base import ProviderError, Usage
 from zoo.llm.prompts import clean_candidates, label_word, suggestion_prompt
 from zoo.types import BackendError, NoEnsembleYet
 
@@ -53,6 +53,7 @@ UNAVAILABLE = {
     "config": "The writing assistant is not set up correctly ({detail}); the task's owner can fix it in the task's "
               "settings. Write your own example: submitting works as usual.",
 }
+GENERATION_TRIES = 2  # generations per request when the first gives nothing usable
 NOTHING_USABLE = "The language model wrote nothing usable this time. Ask again, or write your own example."
 NOT_QUEUED = ("The writing assistant could not start (the job queue does not answer). Write your own example: "
               "submitting works as usual.")
@@ -99,16 +100,24 @@ def run(suggestion_id: int) -> str:
         prompt = suggestion_prompt(
             config.instructions or task.description, _context_fields(task, suggestion), _label(task, suggestion.target),
             _label_words(task), shots, what=config.input_fields[0].replace("_", " "))
-        generation = provider.generate(prompt.user, system=prompt.system, prefix=prompt.prefix, stop=list(prompt.stop),
-                                       n=settings_.candidates, max_tokens=settings_.max_tokens,
-                                       temperature=settings_.temperature)
+        texts: list[str] = []
+        usage = None
+        # A small model sometimes writes nothing usable (descriptions, copies): one more try before giving up
+        for _ in range(GENERATION_TRIES):
+            generation = provider.generate(prompt.user, system=prompt.system, prefix=prompt.prefix,
+                                           stop=list(prompt.stop), n=settings_.candidates,
+                                           max_tokens=settings_.max_tokens, temperature=settings_.temperature)
+            usage = generation.usage if usage is None else _plus(usage, generation.usage)
+            texts = clean_candidates([*texts, *generation.texts], context=_context_fields(task, suggestion),
+                                     examples=[shot["text"] for shot in shots], max_chars=config.max_input_chars
+                                     )[: settings_.candidates]
+            if texts:
+                break
+        generation.usage = usage
     except ProviderError as exc:
         log.warning("suggestion %s: %s (%s)", suggestion_id, exc, exc.kind)
         _fail(suggestion_id, UNAVAILABLE[exc.kind].format(detail=exc.message))
         return "failed"
-    texts = clean_candidates(generation.texts, context=_context_fields(task, suggestion),
-                             examples=[shot["text"] for shot in shots], max_chars=config.max_input_chars
-                             )[: settings_.candidates]
     if not texts:
         _fail(suggestion_id, NOTHING_USABLE, usage=generation.usage.as_dict(), model=generation.model)
         return "failed"
@@ -117,6 +126,11 @@ def run(suggestion_id: int) -> str:
         state=Suggestion.State.READY, candidates=candidates, model=generation.model[:200], shots=len(shots),
         usage=generation.usage.as_dict(), ready_at=timezone.now())
     return "ready"
+
+
+def _plus(a: Usage, b: Usage) -> Usage:
+    return Usage(prompt_tokens=a.prompt_tokens + b.prompt_tokens, completion_tokens=a.completion_tokens +
+                 b.completion_tokens, seconds=a.seconds + b.seconds, calls=a.calls + b.calls)
 
 
 def not_queued(suggestion_id: int) -> None:

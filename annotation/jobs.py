@@ -58,20 +58,25 @@ def skip_map(example_id: int) -> None:
 
 
 @shared_task(bind=True, name="annotation.explain_example", acks_late=True, max_retries=None, ignore_result=True)
-def explain_example(self, example_id: int) -> str:
-    """Compute the word map of a scored example (after its verdict; retried with backoff on serving errors)."""
+def explain_example(self, example_id: int, asked: bool = False) -> str:
+    """Compute the word map of a scored example (after its verdict; retried with backoff on serving errors).
+    `asked`: the writer or an owner asked for it, so it is computed even when the writer has moved on."""
     try:
-        return scoring.explain_example(example_id).value
+        return scoring.explain_example(example_id, asked=asked).value
     except scoring.ScoringDeferred as deferred:
         if self.request.is_eager:
             return "deferred"  # inline: the sweep, or the writer asking again, tries later
         raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
 
 
-def enqueue_map(example_id: int) -> None:
-    """Queue the word map of a just-scored example. If the queue is unreachable, the map stays pending and is
-    dropped as unavailable after EXPLANATION_MAX_AGE_SECONDS (the verdict is stored either way)."""
-    dispatch(explain_example, example_id)
+def enqueue_map(example_id: int, asked: bool = False) -> None:
+    """Queue the word map of a just-scored example (`asked`: on request, see `explain_example`). If the queue is
+    unreachable, the map stays pending and is dropped as unavailable after EXPLANATION_MAX_AGE_SECONDS (the
+    verdict is stored either way)."""
+    if asked:
+        dispatch(explain_example, example_id, True)
+    else:
+        dispatch(explain_example, example_id)
 
 
 def request_map(example: Example) -> bool:
@@ -79,7 +84,7 @@ def request_map(example: Example) -> bool:
     queued."""
     if not scoring.reopen_map(example):
         return False
-    enqueue_map(example.pk)
+    enqueue_map(example.pk, asked=True)
     return True
 
 

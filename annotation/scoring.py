@@ -57,6 +57,7 @@ class Outcome(StrEnum):
     MAPPED = "mapped"  # a word map stored
     SKIPPED = "skipped"  # already scored, or another worker holds the latest claim
     FAILED = "failed"  # a non-retryable error: the example is kept, marked failed
+    SUPERSEDED = "superseded"  # a word map dropped before it ran: its writer has moved on (explain_example)
 
 
 class ScoringDeferred(Exception):
@@ -203,14 +204,28 @@ MAP_TOO_LATE = ("not computed: the model server was busy with verdicts for more 
                 "ask for the map again")
 
 
-def explain_example(example_id: int) -> Outcome:
+SUPERSEDED = ("not worked out: you had moved on to a newer example before its turn came; ask for it again to see "
+              "it")
+
+
+def explain_example(example_id: int, asked: bool = False) -> Outcome:
     """Compute and store the word map of a scored example (idempotent). Raises ScoringDeferred on a retryable
-    serving error (the job retries with backoff, up to EXPLANATION_MAX_RETRIES tries)."""
+    serving error (the job retries with backoff, up to EXPLANATION_MAX_RETRIES tries).
+
+    A map is worked out only while someone may look at it: the one that follows a verdict is dropped before it runs
+    when its writer has submitted a newer example on the task since (their page shows that one now), unless it was
+    `asked` for (the writer or an owner asked again: `jobs.request_map`). Dropped, it is unavailable with the
+    reason, and asking again computes it (issue 27: nobody saw most maps of a busy writer)."""
     example = Example.objects.select_related("round__task", "context").filter(pk=example_id).first()
     if example is None or example.scoring_state != Example.Scoring.SCORED:
         return Outcome.SKIPPED
     if example.explanation_state != Example.Map.PENDING or expire_stale_map(example):
         return Outcome.SKIPPED
+    if not asked and superseded(example):
+        Example.objects.filter(pk=example.pk, explanation_state=Example.Map.PENDING,
+                               explanation_attempts=example.explanation_attempts).update(
+            explanation_state=Example.Map.UNAVAILABLE, explanation_error=SUPERSEDED, updated_at=timezone.now())
+        return Outcome.SUPERSEDED
     token = example.explanation_attempts + 1
     if not Example.objects.filter(pk=example.pk, explanation_state=Example.Map.PENDING,
                                   explanation_attempts=example.explanation_attempts).update(explanation_attempts=token):
@@ -229,6 +244,12 @@ def explain_example(example_id: int) -> Outcome:
         explanation_error="" if result else "these models give no word map", updated_at=timezone.now(),
     )
     return Outcome.MAPPED if result else Outcome.FAILED
+
+
+def superseded(example: Example) -> bool:
+    """Whether the example's writer has submitted a newer example on the same task (their page moved on)."""
+    return Example.objects.filter(author_id=example.author_id, round__task_id=example.round.task_id,
+                                  pk__gt=example.pk).exists()
 
 
 def _map_error(example: Example, token: int, exc: BackendError) -> Outcome:

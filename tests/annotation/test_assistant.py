@@ -133,6 +133,46 @@ def test_a_provider_that_is_down_turns_the_assistant_off_for_that_request_and_su
     assert example.scoring_state == Example.Scoring.SCORED and example.assistance == Assistance.OWN
 
 
+def test_a_model_that_writes_nothing_usable_is_asked_once_more_then_the_writer_is_told(writer_api, deploy):
+    """A real OpenAI-compatible HTTP server whose model only describes texts ("This review is…"): the job tries a
+    second generation, then fails the request with a sentence for the writer, its tokens counted."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Describer(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            self.server.requests += 1
+            raw = json.dumps({"choices": [{"message": {"content": "This review is about a positive experience."}}
+                                          for _ in range(asked.get("n", 1))],
+                              "usage": {"prompt_tokens": 50, "completion_tokens": 9}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Describer)
+    httpd.requests = 0
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        task, round_, context = assistant_task({"provider": "openai", "model": "describer",
+                                                "base_url": f"http://127.0.0.1:{httpd.server_address[1]}/v1"})
+        deploy(round_)
+        suggestion = writer_api.get(ask(writer_api, task, context).json()["link"]).json()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert suggestion["state"] == "failed" and suggestion["candidates"] == []
+    assert "nothing usable" in suggestion["error"] and "write your own" in suggestion["error"]
+    assert httpd.requests == 2  # one generation of 3 candidates, then one more
+    assert suggestion["usage"]["completion_tokens"] == 18 and suggestion["usage"]["calls"] == 2
+
+
 # --- provenance ---------------------------------------------------------------------------------------------
 
 

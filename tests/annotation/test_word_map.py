@@ -101,3 +101,30 @@ def test_no_map_is_asked_for_before_the_verdict(writer_api, sentiment, settings)
     assert response.status_code == 202
     answer = writer_api.post(response.data["links"]["word_map"])
     assert answer.status_code == 409 and "no verdict yet" in str(answer.data)
+
+
+def test_a_map_whose_writer_has_moved_on_is_dropped_before_it_runs_and_computed_when_asked(
+        writer_api, sentiment, deploy, monkeypatch):
+    task, round, context = sentiment
+    deploy(round)
+    queued: list[int] = []
+    monkeypatch.setattr("annotation.jobs.enqueue_map", lambda example_id, asked=False: queued.append(example_id))
+    first = submit(writer_api, task, context)  # its map job waits in a busy queue…
+    body = sentiment_body(context)
+    body["input"] = {"text": "A second, different sentence about the film."}
+    second = writer_api.post(f"/api/tasks/{task.slug}/examples/", body, format="json").data  # …while they write on
+    assert first["explanation_state"] == second["explanation_state"] == "pending"
+    computed = []
+    real = scoring.explain_verdict
+    monkeypatch.setattr(scoring, "explain_verdict", lambda *a, **k: computed.append(1) or real(*a, **k))
+
+    assert scoring.explain_example(first["id"]) == scoring.Outcome.SUPERSEDED  # nobody is looking at it
+    assert scoring.explain_example(second["id"]) == scoring.Outcome.MAPPED  # the one on their screen
+    assert len(computed) == 1
+    dropped = writer_api.get(f"/api/examples/{first['id']}/").data
+    assert dropped["explanation_state"] == "unavailable" and "moved on" in dropped["explanation_error"]
+    assert dropped["scoring_state"] == "scored" and dropped["ensemble_prediction"]  # the verdict is untouched
+
+    monkeypatch.undo()  # the map job runs inline again
+    asked = writer_api.post(dropped["links"]["word_map"]).data  # from My examples, or an owner
+    assert asked["explanation_state"] == "ready" and asked["explanation"]["words"]
