@@ -24,8 +24,8 @@ def maps(monkeypatch):
     """Every word map queued (none should be, while simulating)."""
     queued: list[int] = []
     real = jobs.enqueue_map
-    monkeypatch.setattr("annotation.jobs.enqueue_map", lambda example_id: (queued.append(example_id),
-                                                                          real(example_id)))
+    monkeypatch.setattr("annotation.jobs.enqueue_map", lambda example_id, **kw: (queued.append(example_id),
+                                                                                real(example_id, **kw)))
     return queued
 
 
