@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -82,7 +84,10 @@ class ExampleCreateView(TaskScopedView):
             "finished within VERDICT_WAIT_MS, 202 with `scoring_state: pending` otherwise (poll "
             "`/api/examples/{id}/`), and 200 with the first example when the idempotency key was used before. "
             "With `?sandbox=1` the example is scored but nothing is stored (same as `/sandbox/`). "
-            "Verdict fields (`fooled`, ...) are decided by the server; sending them is a 400."
+            "Verdict fields (`fooled`, ...) are decided by the server; sending them is a 400. "
+            "`next_context: true` adds `next_context` to the answer (the context to write about next, chosen as "
+            "`contexts/next` chooses it; null when there is none): one request per example for a writer who moves on. "
+            "`word_map: false` stores the verdict alone, with no word map after it."
         ),
         parameters=[OpenApiParameter("sandbox", bool, description="score without storing")],
         request=SubmissionSerializer,
@@ -96,10 +101,21 @@ class ExampleCreateView(TaskScopedView):
             return sandbox_response(self.get_task(), request)
         body = SubmissionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return submission_response(services.submit(request.user, self.get_task(), body.submission()))
+        task = self.get_task()
+        result = services.submit(request.user, task, body.submission(), word_map=body.validated_data["word_map"])
+        following: Any = NOT_ASKED
+        if body.validated_data["next_context"]:
+            # Chosen while the worker scores (before the wait), so it costs the writer no time.
+            following = services.next_context(task, result.example.round, exclude=result.example.context_id)
+        return submission_response(result, next_context=following)
 
 
-def submission_response(result: services.SubmitResult) -> Response:
+NOT_ASKED = object()
+
+
+def submission_response(result: services.SubmitResult, next_context: Any = NOT_ASKED) -> Response:
+    """The example with its verdict when it is ready within VERDICT_WAIT_MS; with `next_context` when it was asked
+    for (null when the task has none to give)."""
     example = scoring.await_verdict(result.example, settings.VERDICT_WAIT_SECONDS)
     if not result.created:
         code = status.HTTP_200_OK
@@ -110,7 +126,10 @@ def submission_response(result: services.SubmitResult) -> Response:
     headers = {"Location": reverse("api-example-detail", args=[example.pk])}
     if not result.created:
         headers["Idempotent-Replayed"] = "true"
-    return Response(ExampleSerializer(example).data, status=code, headers=headers)
+    data = ExampleSerializer(example).data
+    if next_context is not NOT_ASKED:
+        data["next_context"] = ContextSerializer(next_context).data if next_context is not None else None
+    return Response(data, status=code, headers=headers)
 
 
 def sandbox_response(task: Task, request: Request) -> Response:

@@ -30,17 +30,25 @@ def score_example(self, example_id: int, word_map: bool = True) -> str:
     its map unavailable, "not requested", instead of queueing `explain_example`.
     """
     try:
-        outcome = scoring.score_example(example_id)
+        # A worker gathers what is queued for the same round into one forward pass; inline (the embedded default)
+        # a request scores its own example only.
+        batch = scoring.score_batch(example_id, gather=1 if self.request.is_eager else scoring.batch_max())
     except scoring.ScoringDeferred as deferred:
         if self.request.is_eager:
             return "deferred"  # inline: the writer's next poll or the sweep tries again once it is due
         raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
-    if outcome == scoring.Outcome.SCORED:
-        if word_map:
-            enqueue_map(example_id)
-        else:
-            skip_map(example_id)
-    return outcome.value
+    if batch.outcome == scoring.Outcome.SCORED:
+        follow_verdict(example_id, word_map)
+    for other in batch.others:  # scored in this batch: their own jobs leave them to it, maps included
+        follow_verdict(other.pk, other.metadata.get("word_map", True) is not False)
+    return batch.outcome.value
+
+
+def follow_verdict(example_id: int, word_map: bool) -> None:
+    if word_map:
+        enqueue_map(example_id)
+    else:
+        skip_map(example_id)
 
 
 NOT_REQUESTED = "not requested (simulation): submitted without a word map; ask for it to compute it"

@@ -34,7 +34,7 @@ import logging
 import time
 from datetime import timedelta
 from enum import StrEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.core.cache import caches
@@ -113,22 +113,108 @@ def claim(example: Example) -> int | None:
     return token if won else None
 
 
+def batch_max() -> int:
+    return int(settings.SCORING_BATCH_MAX)
+
+
 def score_example(example_id: int) -> Outcome:
     """Score one example (idempotent). Raises ScoringDeferred on a retryable serving error."""
+    return score_batch(example_id).outcome
+
+
+class Batch(NamedTuple):
+    outcome: Outcome  # the example's own
+    others: list[Example]  # the other examples this forward pass scored (`gather`)
+
+
+def score_batch(example_id: int, gather: int = 1) -> Batch:
+    """Score one example (idempotent) and, with `gather` > 1 (the worker: SCORING_BATCH_MAX), up to `gather - 1`
+    other examples of the same round still waiting for their first try, in the same forward pass: verdicts that
+    arrive together reach the model as one batch. Raises ScoringDeferred on a retryable serving error.
+
+    Each gathered example is claimed as its own job would claim it, so no verdict is ever stored twice, and is
+    marked in the cache while the batch runs (at most BATCH_MARK_SECONDS, should the worker die): its own job,
+    finding it claimed and marked, leaves it to the batch (`Outcome.SKIPPED`) instead of taking the claim over and
+    scoring it alone. A gathered example whose batch failed is recorded as its own try would be, and the sweep
+    (or its writer's poll) tries it again when due: delayed, never lost."""
     example = Example.objects.select_related("round__task", "context").filter(pk=example_id).first()
     if example is None or example.scoring_state != Example.Scoring.PENDING:
-        return Outcome.SKIPPED
+        return Batch(Outcome.SKIPPED, [])
+    if example.scoring_attempts and in_a_batch(example.pk):
+        return Batch(Outcome.SKIPPED, [])
     token = claim(example)
     if token is None:
-        return Outcome.SKIPPED
+        return Batch(Outcome.SKIPPED, [])
+    batch = [(example, token), *gathered(example, gather - 1)]
     try:
-        verdict = predict(example.round, [model_input_for(example)])[0]
+        return _score_together(example, token, batch)
+    finally:
+        if len(batch) > 1:
+            unmark([member.pk for member, _ in batch[1:]])
+
+
+def _score_together(example: Example, token: int, batch: list[tuple[Example, int]]) -> Batch:
+    try:
+        verdicts = predict(example.round, [model_input_for(member) for member, _ in batch])
     except BackendError as exc:
-        return _record_error(example, token, transient(exc))
+        error = transient(exc)
     except Exception as exc:  # a bug or an unexpected outage: keep the example, retry later
         log.exception("unexpected error scoring example %s", example.pk)
-        return _record_error(example, token, BackendError(f"{type(exc).__name__}: {exc}", retryable=True))
-    return _store_verdict(example, token, verdict)
+        error = BackendError(f"{type(exc).__name__}: {exc}", retryable=True)
+    else:
+        others = [member for (member, claimed), verdict in zip(batch[1:], verdicts[1:], strict=True)
+                  if _store_verdict(member, claimed, verdict) == Outcome.SCORED]
+        return Batch(_store_verdict(example, token, verdicts[0]), others)
+    for member, claimed in batch[1:]:
+        try:
+            _record_error(member, claimed, error)
+        except ScoringDeferred:
+            pass  # its retry is the sweep's (or a poll's) once its backoff has passed
+    return Batch(_record_error(example, token, error), [])
+
+
+BATCH_MARK_SECONDS = 30
+
+
+def _mark_key(example_id: int) -> str:
+    return f"scoring:batched:{example_id}"
+
+
+def in_a_batch(example_id: int) -> bool:
+    try:
+        return caches["default"].get(_mark_key(example_id)) is not None
+    except Exception:  # the cache is down: take the claim over (a forward pass wasted, nothing stored twice)
+        return False
+
+
+def unmark(example_ids: list[int]) -> None:
+    """The batch is over (stored or failed): their own jobs, or the sweep, may take them again."""
+    try:
+        caches["default"].delete_many([_mark_key(pk) for pk in example_ids])
+    except Exception as exc:
+        log.debug("could not unmark a batch: %s", exc)
+
+
+def gathered(example: Example, limit: int) -> list[tuple[Example, int]]:
+    """Up to `limit` other examples of the example's round still waiting for their first try, each claimed."""
+    if limit <= 0:
+        return []
+    waiting = list(Example.objects.select_related("context")
+                   .filter(round_id=example.round_id, scoring_state=Example.Scoring.PENDING, scoring_attempts=0)
+                   .exclude(pk=example.pk).order_by("pk")[:limit])
+    if not waiting:
+        return []
+    try:  # marked before they are claimed, so that no job of theirs sees a claim without its mark
+        caches["default"].set_many({_mark_key(other.pk): 1 for other in waiting}, timeout=BATCH_MARK_SECONDS)
+    except Exception as exc:
+        log.debug("could not mark a batch: %s", exc)
+    claimed = []
+    for other in waiting:
+        other.round = example.round  # the same round: its task and ensemble already in memory
+        token = claim(other)
+        if token is not None:
+            claimed.append((other, token))
+    return claimed
 
 
 # A model server's 409 ("already registered", or being registered by someone else right now) says the model is

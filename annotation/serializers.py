@@ -50,6 +50,13 @@ class SubmissionSerializer(StrictSerializer):
     suggestion_choice = serializers.IntegerField(
         required=False, allow_null=True, min_value=0, max_value=20,
         help_text="the index of the suggestion the writer took (edited or not)")
+    word_map = serializers.BooleanField(
+        required=False, default=True,
+        help_text="false: the verdict alone, no word map after it (a client that shows none; its state says 'unavailable')")
+    next_context = serializers.BooleanField(
+        required=False, default=False,
+        help_text="true: the answer carries the next context to write about (`next_context`), so a writer who moves "
+                  "on needs no second request")
 
     def submission(self) -> Submission:
         data = self.validated_data

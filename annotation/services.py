@@ -90,10 +90,13 @@ def context_candidates(task: Task, round: Round) -> QuerySet[Context]:
 def next_context(task: Task, round: Round, exclude: int | None = None) -> Context | None:
     """A context chosen by the task's sampling strategy; counts the use."""
     candidates = context_candidates(task, round)
-    if exclude is not None and candidates.exclude(pk=exclude).exists():
-        candidates = candidates.exclude(pk=exclude)
-    context = get_strategy(task.typed_config.sampling)(candidates)
+    strategy = get_strategy(task.typed_config.sampling)
+    context = strategy(candidates.exclude(pk=exclude)) if exclude is not None else None
+    if context is None:  # nothing excluded, or the shown context is the only one: serve it again
+        context = strategy(candidates)
     if context is not None:
+        if context.round_id == round.pk:
+            context.round = round  # the caller's round, already in memory (the answer names its number)
         Context.objects.filter(pk=context.pk).update(times_used=F("times_used") + 1)
         context.times_used += 1
     return context
@@ -176,7 +179,8 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
                 round=clean.round, context=clean.context, author=user, input=clean.input, target=clean.target,
                 idempotency_key=key, time_spent_ms=sub.time_spent_ms, suggestion=origin.suggestion,
                 assistance=origin.assistance, suggested_text=origin.suggested_text, edit_distance=origin.edit_distance,
-                metadata={"kind": task.kind, "sampling": task.typed_config.sampling},
+                metadata={"kind": task.kind, "sampling": task.typed_config.sampling,
+                          **({} if word_map else {"word_map": False})},  # read when another job batches it
             )
             jobs.enqueue_scoring(example.pk, word_map=word_map)  # runs once this transaction commits
     except IntegrityError:

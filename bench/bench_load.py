@@ -28,6 +28,7 @@ validation/next, errors; writes docs/benchmarks/load.md (or --out); exits non-ze
 from __future__ import annotations
 
 import argparse
+import csv
 import fcntl
 import io
 import json
@@ -272,7 +273,8 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
                cpu=dict) -> dict:
     samples = workdir / f"samples-think{think:g}.json"
     phase_env = {**env, "LOAD_USERS": str(users_file), "LOAD_SAMPLES": str(samples), "LOAD_THINK_S": str(think),
-                 "LOAD_ANNOTATORS": str(args.annotators), "LOAD_VALIDATORS": str(args.validators)}
+                 "LOAD_ANNOTATORS": str(args.annotators), "LOAD_VALIDATORS": str(args.validators),
+                 "LOAD_MAPS": args.maps, "LOAD_FLOW": args.flow}
     users = args.annotators + args.validators
     command = [str(BIN / "locust"), "-f", str(ROOT / "bench" / "load" / "locustfile.py"), "--headless",
                "-u", str(users), "-r", str(users), "-t", f"{int(args.seconds)}s", "--host", host,
@@ -307,10 +309,22 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
         "maps_superseded": sum(1 for m in data.get("maps", []) if m["state"] == "superseded"),
         "submit_to_map_p50_ms": _r(pct(ready, 0.5)), "submit_to_map_p95_ms": _r(pct(ready, 0.95)),
         "cpu_s": cpu_used, "wall_s": round(time.time() - started, 1),
+        "requests": http_requests(workdir / f"locust-think{think:g}_stats.csv"),
         # The same p95 leaving out verdicts that arrived in the phase's first 15 s (users starting up).
         "submit_to_verdict_p95_after_15s_ms": _r(pct([v["ms"] for v in verdicts if "ms" in v and v["t"] - started > 15],
                                                      0.95)),
     }
+
+
+def http_requests(stats_csv: Path) -> dict[str, int]:
+    """HTTP requests per endpoint in the phase, from locust's stats (the submit->verdict flows left out)."""
+    counts: dict[str, int] = {}
+    if stats_csv.is_file():
+        with stats_csv.open(newline="", encoding="utf-8") as rows:
+            for row in csv.DictReader(rows):
+                if row.get("Type") not in ("FLOW", "", None) and row.get("Name") != "Aggregated":
+                    counts[row["Name"]] = counts.get(row["Name"], 0) + int(row["Request Count"])
+    return counts
 
 
 def _r(x: float | None) -> float | None:
@@ -332,6 +346,7 @@ def run(workdir: Path, args) -> dict:
         "TORCHSERVE_MANAGEMENT_URL": f"http://127.0.0.1:{ts_mgmt}", "MODEL_STORE": str(workdir / "models"),
         "VAR_DIR": str(workdir / "var"), "SUBMISSION_RATE": "100000/min", "VOTE_RATE": "100000/min",
         "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "C_FORCE_ROOT": "1", "DJANGO_SETTINGS_MODULE": "dynabench_site.settings",
+        "SCORING_BATCH_MAX": str(args.batch_max),
     }
     os.environ.update({k: v for k, v in env.items() if k not in os.environ or os.environ[k] != v})
     stack = Stack(workdir, env)
@@ -374,10 +389,11 @@ def run(workdir: Path, args) -> dict:
                                         "--concurrency", str(args.worker_concurrency), "-Q", "dynabench",
                                         "-n", f"load-{web}@%h", "--without-gossip", "--without-mingle"])
                 # The word maps' worker, as serve_prod.sh starts it: one process, nice 10, models in process.
-                stack.launch("explainer", ["env", "MODEL_BACKEND=inprocess", "nice", "-n", "10", str(BIN / "celery"),
-                                           "-A", "dynabench_site", "worker", "--loglevel=warning", "--concurrency", "1",
-                                           "-Q", "dynabench-maps", "-n", f"load-maps-{web}@%h", "--without-gossip",
-                                           "--without-mingle"])
+                if args.maps == "on":
+                    stack.launch("explainer", ["env", "MODEL_BACKEND=inprocess", "nice", "-n", "10", str(BIN / "celery"),
+                                               "-A", "dynabench_site", "worker", "--loglevel=warning", "--concurrency",
+                                               "1", "-Q", "dynabench-maps", "-n", f"load-maps-{web}@%h",
+                                               "--without-gossip", "--without-mingle"])
                 stack.launch("web", [str(BIN / "gunicorn"), "dynabench_site.wsgi", "-b", f"127.0.0.1:{web}",
                                      "-w", str(args.web_workers), "--timeout", "60",
                                      *(["-k", "gthread", "--threads", str(args.web_threads)] if args.web_threads > 1 else [])])
@@ -500,6 +516,11 @@ def main() -> None:
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--forward-seconds", type=float, default=10)
     parser.add_argument("--tiny", action="store_true", help="a tiny random encoder instead of the real one")
+    parser.add_argument("--maps", choices=["on", "off"], default="on",
+                        help="off: submissions ask for no word map and nobody polls for one (no explainer started)")
+    parser.add_argument("--flow", choices=["one", "two"], default="one",
+                        help="one: the next context comes with the submission's answer; two: contexts/next first")
+    parser.add_argument("--batch-max", type=int, default=16, help="SCORING_BATCH_MAX of the worker (1: no gathering)")
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "load.md")
     args = parser.parse_args()

@@ -315,6 +315,9 @@ CACHES = {
 SCORING_RETRY_BASE_SECONDS = float(env_int("SCORING_RETRY_BASE_SECONDS", 2, minimum=1))
 SCORING_MAX_RETRIES = env_int("SCORING_MAX_RETRIES", 15, minimum=0)
 SCORING_STALE_SECONDS = float(env_int("SCORING_STALE_SECONDS", 30, minimum=1))
+# A worker's scoring job also scores up to this many - 1 other examples of the same round still queued, in one
+# forward pass (annotation.scoring.score_example: verdicts that arrive together batch); 1 turns it off.
+SCORING_BATCH_MAX = env_int("SCORING_BATCH_MAX", 16, minimum=1)
 # The word map follows the verdict in a job of lower priority (annotation.scoring): one that could not start within
 # this many seconds of its verdict is given up as unavailable (the writer can ask again), so maps never pile up.
 EXPLANATION_MAX_AGE_SECONDS = float(env_int("EXPLANATION_MAX_AGE_SECONDS", 60, minimum=1))

@@ -4,6 +4,9 @@ Run by bench_load.py (headless, bounded time); it passes, through the environmen
   LOAD_USERS      a JSON file {"task": slug, "annotators": [token, ...], "validators": [token, ...]}
   LOAD_SAMPLES    where to write the raw samples (JSON) when the run stops
   LOAD_THINK_S    pause between two actions of one user (default 0: closed loop)
+  LOAD_MAPS       "off": submissions ask for no word map (`word_map: false`) and nobody polls for one
+  LOAD_FLOW       "one" (default): one request per example, the next context coming with the submission's
+                  answer (`next_context: true`); "two": POST contexts/next before each submission, as before
 Each user class takes its tokens in turn (one account per simulated person). The annotator does what the
 create page does (frontend/static/js/create.js): POST contexts/next, POST examples with an idempotency key;
 a 201 carries the verdict, a 202 is polled with POST on the example's `score` link, first after 500 ms then
@@ -31,6 +34,8 @@ from locust import HttpUser, between, constant, events, task
 
 USERS = json.loads(Path(os.environ["LOAD_USERS"]).read_text(encoding="utf-8"))
 THINK = float(os.environ.get("LOAD_THINK_S", "0"))
+MAPS = os.environ.get("LOAD_MAPS", "on") != "off"
+ONE_REQUEST = os.environ.get("LOAD_FLOW", "one") == "one"
 SAMPLES: dict[str, list] = {"submit_to_verdict_ms": [], "next_item_ms": [], "verdicts": [], "votes": [],
                             "errors": [], "maps": []}
 _lock = threading.Lock()
@@ -69,20 +74,31 @@ class Annotator(HttpUser):
         self.client.headers["Authorization"] = f"Token {next(_annotators)}"
         self.slug = USERS["task"]
         self.map_poller = None
+        self.context_id = None
         arrive()
 
-    @task
-    def submit(self) -> None:
+    def next_context(self) -> int | None:
         with self.client.post(f"/api/tasks/{self.slug}/contexts/next/", name="contexts/next",
                               catch_response=True) as reply:
             if reply.status_code != 200:
                 reply.failure(f"{reply.status_code}: {reply.text[:200]}")
                 record("errors", f"contexts/next {reply.status_code}")
+                return None
+            return reply.json()["id"]
+
+    @task
+    def submit(self) -> None:
+        if self.context_id is None or not ONE_REQUEST:
+            self.context_id = self.next_context()  # the page's first context, or each one in the two-request flow
+            if self.context_id is None:
                 return
-            context_id = reply.json()["id"]
         n = next(_counter)
-        body = {"context_id": context_id, "input": {"text": sentence(n)}, "target": random.choice(["positive", "negative"]),
-                "idempotency_key": uuid.uuid4().hex}
+        body = {"context_id": self.context_id, "input": {"text": sentence(n)},
+                "target": random.choice(["positive", "negative"]), "idempotency_key": uuid.uuid4().hex}
+        if ONE_REQUEST:
+            body["next_context"] = True
+        if not MAPS:
+            body["word_map"] = False
         started = time.perf_counter()
         with self.client.post(f"/api/tasks/{self.slug}/examples/", json=body, name="examples (submit)",
                               catch_response=True) as reply:
@@ -91,6 +107,8 @@ class Annotator(HttpUser):
                 record("errors", f"submit {reply.status_code}: {reply.text[:120]}")
                 return
             example = reply.json()
+        if ONE_REQUEST:
+            self.context_id = (example.get("next_context") or {}).get("id")
         delay = 0.5
         while example.get("scoring_state") == "pending":
             time.sleep(delay)
@@ -110,9 +128,9 @@ class Annotator(HttpUser):
             self.map_poller.kill(block=False)
             record("maps", {"ms": None, "state": "superseded"})
         self.map_poller = None
-        if example.get("explanation_state") == "pending":
+        if MAPS and example.get("explanation_state") == "pending":
             self.map_poller = gevent.spawn(self.await_map, example, started)
-        elif example.get("scoring_state") == "scored":
+        elif MAPS and example.get("scoring_state") == "scored":
             record("maps", {"ms": elapsed_ms, "state": example.get("explanation_state")})
 
     def await_map(self, example: dict, started: float) -> None:

@@ -29,7 +29,7 @@ from crowd import members
 from tasks import guidelines, roles, round_state
 from tasks.models import Suspension, Task
 from tests.annotation.conftest import sentiment_body
-from tests.factories import ExampleFactory, UserFactory
+from tests.factories import ContextFactory, ExampleFactory, UserFactory
 
 CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
 
@@ -96,6 +96,40 @@ def test_a_writers_requests_stay_within_their_query_budgets(writer_token, sentim
     assert response.status_code == 200 and len(queries) <= 3, queries
     response, queries = counted(lambda: writer_token.post(f"/api/examples/{example}/score/"))
     assert response.status_code == 200 and len(queries) <= 3, queries
+
+
+def test_a_submission_that_brings_the_next_context_is_one_request_within_budget(writer_token, sentiment, deploy,
+                                                                                   quiet_jobs):
+    """`next_context: true`: the example is saved and the next context comes with its answer, so a writer who moves
+    on makes one request per example instead of two (what `contexts/next` would cost: the candidates and the use
+    counted). Budget: the submission's 6 and those 2."""
+    task, round_, context = sentiment
+    other = ContextFactory(task=task, round=round_, payload={"prompt": "A harbour view at dusk."})
+    deploy(round_)
+    assert submit(writer_token, task, context, "A first, warming sentence.").status_code == 202
+    body = {**sentiment_body(context, input={"text": "The bread arrived late, sadly."}), "next_context": True}
+    response, queries = counted(lambda: writer_token.post(f"/api/tasks/{task.slug}/examples/", body, format="json"))
+    assert response.status_code == 202 and response.data["scoring_state"] == "pending"
+    assert response.data["next_context"]["id"] == other.pk  # never the one just written about, while others exist
+    assert len(queries) <= 8, queries
+    other.refresh_from_db()
+    assert other.times_used == 1
+    plain = submit(writer_token, task, context, "Without asking, no next context.")
+    assert "next_context" not in plain.data
+
+
+def test_a_submission_without_a_word_map_says_so(writer_token, sentiment, deploy, monkeypatch):
+    """`word_map: false` asks for the verdict alone; anything but a boolean is a 400 that names the field."""
+    task, round_, context = sentiment
+    deploy(round_)
+    asked = []
+    monkeypatch.setattr("annotation.jobs.enqueue_scoring", lambda pk, word_map=True: asked.append(word_map))
+    body = {**sentiment_body(context, input={"text": "Only the verdict, please."}), "word_map": False}
+    assert writer_token.post(f"/api/tasks/{task.slug}/examples/", body, format="json").status_code == 202
+    assert asked == [False]
+    bad = writer_token.post(f"/api/tasks/{task.slug}/examples/", {**body, "word_map": "maybe", "idempotency_key": "x"},
+                            format="json")
+    assert bad.status_code == 400 and "word_map" in bad.json()["errors"]
 
 
 def test_the_next_validation_item_stays_within_its_budget(open_round):

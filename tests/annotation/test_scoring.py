@@ -235,3 +235,86 @@ def test_sandbox_with_a_broken_model_is_502_saying_which(writer_api, sentiment, 
     response = writer_api.post(f"/api/tasks/{task.slug}/sandbox/", sentiment_body(context), format="json")
     assert response.status_code == 502 and "no artifact" in response.data["detail"]
     assert response.data["code"] == "model_failed" and "Retry-After" not in response
+
+
+# --- verdicts that arrive together are scored in one forward pass (the worker gathers what is queued) -----------
+
+
+@pytest.fixture
+def queued(writer_api, sentiment, deploy, monkeypatch):
+    """Three submissions whose scoring jobs are still queued (no worker has taken them yet); the second asked
+    for no word map."""
+    task, round, context = sentiment
+    deploy(round)
+    monkeypatch.setattr("annotation.jobs.enqueue_scoring", lambda *args, **kwargs: None)
+    ids = []
+    for i, text in enumerate(("The soup was wonderful.", "The bread came late.", "A fair price, all in all.")):
+        body = {**sentiment_body(context, input={"text": text}), **({"word_map": False} if i == 1 else {})}
+        response = post(writer_api, task, body)
+        assert response.status_code == 202
+        ids.append(response.data["id"])
+    monkeypatch.undo()
+    return round, ids
+
+
+def test_a_workers_job_scores_what_is_queued_in_one_forward_pass(queued, monkeypatch):
+    round, ids = queued
+    alone = {pk: scoring.predict(round, [scoring.model_input_for(Example.objects.get(pk=pk))])[0]["ensemble"]
+             for pk in ids}
+    passes, maps = [], []
+    real_predict = scoring.predict
+    monkeypatch.setattr(scoring, "predict", lambda r, inputs, **kw: passes.append(len(inputs)) or real_predict(r, inputs, **kw))
+    monkeypatch.setattr(jobs, "enqueue_map", lambda pk, asked=False: maps.append(pk))
+    assert jobs.score_example.run(ids[0]) == "scored"  # a worker's job: not eager, so it gathers
+    assert passes == [3]
+    for pk in ids:
+        example = Example.objects.get(pk=pk)
+        assert example.scoring_state == "scored" and example.scoring_attempts == 1
+        assert example.ensemble_prediction["label"] == alone[pk]["label"]  # the same verdict as scored alone
+        for label, p in alone[pk]["probs"].items():
+            assert abs(example.ensemble_prediction["probs"][label] - p) < 1e-4
+    assert maps == [ids[0], ids[2]]  # the one that asked for no map has none queued ...
+    assert Example.objects.get(pk=ids[1]).explanation_state == "unavailable"  # ... and says so
+    # The others' own jobs come later and find their verdicts stored: nothing is scored twice.
+    assert [jobs.score_example.run(pk) for pk in ids[1:]] == ["skipped", "skipped"]
+    assert passes == [3] and maps == [ids[0], ids[2]]
+
+
+def test_a_gathered_example_is_left_to_its_batch_by_its_own_job(queued, monkeypatch):
+    """While a batch holds a gathered example's claim, that example's own job does not take the claim over."""
+    round, ids = queued
+    first = Example.objects.get(pk=ids[0])
+    token = scoring.claim(first)
+    taken = scoring.gathered(first, 5)
+    assert [e.pk for e, _ in taken] == ids[1:]
+    assert scoring.score_batch(ids[1], gather=16).outcome == scoring.Outcome.SKIPPED
+    assert Example.objects.get(pk=ids[1]).scoring_state == "pending"  # still the batch's to store
+    verdicts = scoring.predict(round, [scoring.model_input_for(e) for e in (first, *(e for e, _ in taken))])
+    assert scoring._store_verdict(first, token, verdicts[0]) == scoring.Outcome.SCORED
+    assert all(scoring._store_verdict(e, t, v) == scoring.Outcome.SCORED for (e, t), v in zip(taken, verdicts[1:]))
+
+
+def test_a_batch_that_fails_keeps_every_example_and_the_sweep_scores_them(queued, outage, settings):
+    round, ids = queued
+    outage.start()
+    with pytest.raises(scoring.ScoringDeferred):
+        scoring.score_batch(ids[0], gather=16)
+    assert [(e.scoring_state, e.scoring_attempts) for e in Example.objects.order_by("pk")] == [("pending", 1)] * 3
+    assert all("unreachable" in e.scoring_error for e in Example.objects.all())
+    outage.end()
+    settings.SCORING_RETRY_BASE_SECONDS = 0
+    call_command("score_pending")
+    assert set(Example.objects.values_list("scoring_state", flat=True)) == {"scored"}
+
+
+def test_a_batch_gathers_only_its_own_rounds_untried_examples(queued, nli, deploy, monkeypatch):
+    round, ids = queued
+    Example.objects.filter(pk=ids[2]).update(scoring_attempts=1)  # tried before: its retry is its own job's
+    task, other_round, context = nli
+    deploy(other_round)
+    stranger = Example.objects.create(round=other_round, context=context, author=Example.objects.get(pk=ids[0]).author,
+                                      input={"hypothesis": "Nobody came."}, target="contradiction")
+    first = Example.objects.get(pk=ids[0])
+    assert scoring.claim(first) == 1
+    assert [e.pk for e, _ in scoring.gathered(first, 16)] == [ids[1]]
+    assert Example.objects.get(pk=stranger.pk).scoring_attempts == 0
