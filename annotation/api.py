@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -103,19 +101,16 @@ class ExampleCreateView(TaskScopedView):
         body.is_valid(raise_exception=True)
         task = self.get_task()
         result = services.submit(request.user, task, body.submission(), word_map=body.validated_data["word_map"])
-        following: Any = NOT_ASKED
-        if body.validated_data["next_context"]:
-            # Chosen while the worker scores (before the wait), so it costs the writer no time.
-            following = services.next_context(task, result.example.round, exclude=result.example.context_id)
-        return submission_response(result, next_context=following)
+        if not body.validated_data["next_context"]:
+            return submission_response(result)
+        # Chosen before the wait for the verdict, while the worker scores, so it costs the writer no time.
+        following = services.next_context(task, result.example.round, exclude=result.example.context_id)
+        response = submission_response(result)
+        response.data["next_context"] = ContextSerializer(following).data if following is not None else None
+        return response
 
 
-NOT_ASKED = object()
-
-
-def submission_response(result: services.SubmitResult, next_context: Any = NOT_ASKED) -> Response:
-    """The example with its verdict when it is ready within VERDICT_WAIT_MS; with `next_context` when it was asked
-    for (null when the task has none to give)."""
+def submission_response(result: services.SubmitResult) -> Response:
     example = scoring.await_verdict(result.example, settings.VERDICT_WAIT_SECONDS)
     if not result.created:
         code = status.HTTP_200_OK
@@ -126,10 +121,7 @@ def submission_response(result: services.SubmitResult, next_context: Any = NOT_A
     headers = {"Location": reverse("api-example-detail", args=[example.pk])}
     if not result.created:
         headers["Idempotent-Replayed"] = "true"
-    data = ExampleSerializer(example).data
-    if next_context is not NOT_ASKED:
-        data["next_context"] = ContextSerializer(next_context).data if next_context is not None else None
-    return Response(data, status=code, headers=headers)
+    return Response(ExampleSerializer(example).data, status=code, headers=headers)
 
 
 def sandbox_response(task: Task, request: Request) -> Response:

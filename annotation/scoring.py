@@ -30,6 +30,7 @@ as the verdict is stored. Without Redis, or while it is down, the request polls 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from datetime import timedelta
@@ -166,10 +167,8 @@ def _score_together(example: Example, token: int, batch: list[tuple[Example, int
                   if _store_verdict(member, claimed, verdict) == Outcome.SCORED]
         return Batch(_store_verdict(example, token, verdicts[0]), others)
     for member, claimed in batch[1:]:
-        try:
+        with contextlib.suppress(ScoringDeferred):  # its retry is the sweep's (or a poll's) once its backoff has passed
             _record_error(member, claimed, error)
-        except ScoringDeferred:
-            pass  # its retry is the sweep's (or a poll's) once its backoff has passed
     return Batch(_record_error(example, token, error), [])
 
 

@@ -8,7 +8,8 @@ Run by bench_load.py (headless, bounded time); it passes, through the environmen
   LOAD_FLOW       "one" (default): one request per example, the next context coming with the submission's
                   answer (`next_context: true`); "two": POST contexts/next before each submission, as before
 Each user class takes its tokens in turn (one account per simulated person). The annotator does what the
-create page does (frontend/static/js/create.js): POST contexts/next, POST examples with an idempotency key;
+create page does (frontend/static/js/create.js): POST contexts/next for its first context, then POST examples
+with an idempotency key and `next_context: true` (LOAD_FLOW=two: contexts/next before each submission);
 a 201 carries the verdict, a 202 is polled with POST on the example's `score` link, first after 500 ms then
 x1.5 up to 5 s. submit->verdict is the time from the submission's POST to the verdict. The word map follows
 the verdict (a job of its own): as the page does, the annotator polls for it in the background (first after

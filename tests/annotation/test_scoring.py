@@ -291,7 +291,7 @@ def test_a_gathered_example_is_left_to_its_batch_by_its_own_job(queued, monkeypa
     assert Example.objects.get(pk=ids[1]).scoring_state == "pending"  # still the batch's to store
     verdicts = scoring.predict(round, [scoring.model_input_for(e) for e in (first, *(e for e, _ in taken))])
     assert scoring._store_verdict(first, token, verdicts[0]) == scoring.Outcome.SCORED
-    assert all(scoring._store_verdict(e, t, v) == scoring.Outcome.SCORED for (e, t), v in zip(taken, verdicts[1:]))
+    assert all(scoring._store_verdict(e, t, v) == scoring.Outcome.SCORED for (e, t), v in zip(taken, verdicts[1:], strict=True))
 
 
 def test_a_batch_that_fails_keeps_every_example_and_the_sweep_scores_them(queued, outage, settings):
