@@ -111,7 +111,7 @@ class ExampleCreateView(TaskScopedView):
 
 
 def submission_response(result: services.SubmitResult) -> Response:
-    example = scoring.await_verdict(result.example, settings.VERDICT_WAIT_SECONDS)
+    example = scoring.await_verdict(result.example, settings.VERDICT_WAIT_SECONDS, fresh=result.created)
     if not result.created:
         code = status.HTTP_200_OK
     elif example.scoring_state == Example.Scoring.PENDING:

@@ -9,10 +9,16 @@ kind feeds the model (`TaskKind.model_context_fields`). So:
   duplicate only with the same premise or passage (compared by its text, so the same premise served as
   another context is still the same model input); under another premise it is a new example.
 
-Compared: the writer's latest RECENT examples on the task that are not retracted, over all its rounds, and
-those of the accounts linked to the writer's (the sybil rule of `accounts.services.linked_user_ids`: same
-external worker id, or same sign-up address when the task's `same_ip_rule` is on). A linked account's copy
-is refused too, without naming its example: two accounts of one person must not be paid twice for one text.
+Compared: every example of the writer on the task that is not retracted, over all its rounds, and those of the
+accounts linked to the writer's (the sybil rule of `accounts.services.linked_user_ids`: same external worker id,
+or same sign-up address when the task's `same_ip_rule` is on). A linked account's copy is refused too, without
+naming its example: two accounts of one person must not be paid twice for one text.
+
+How: each example stores the SHA-256 of its normalised model input (`Example.model_key`, indexed with its
+author, set when it is saved), so a submission asks the database for that one value among the writer's
+examples: one indexed lookup, whatever the writer's history (before, the latest 500 examples were read and
+normalised on every submission: issue 27). The key follows the task kind's `model_context_fields` at the time
+the example was saved.
 
 Normalised: Unicode NFKC, case folded, punctuation dropped, runs of white space made one space. So
 "Great food!!" and "great   food" are the same example; "great food, slow service" is not. The label
@@ -22,6 +28,8 @@ would be a sure way to "fool" the model once).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import unicodedata
 from typing import Any
 
@@ -31,8 +39,6 @@ from accounts.services import linked_user_ids
 from annotation.models import Example
 from dynabench_site.errors import Conflict
 from tasks.models import Task
-
-RECENT = 500  # the latest examples (of the writer and the accounts linked to theirs) on the task compared
 
 Key = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
@@ -77,25 +83,29 @@ def model_key(read: list[str], context: dict[str, Any] | None, inputs: dict[str,
     return key_of(inputs), key_of({name: context.get(name, "") for name in read})
 
 
-def find_duplicate(user, task: Task, context: dict[str, Any] | None, inputs: dict[str, str]) -> Example | None:
-    """The recent example (not retracted) of the writer or a linked account with the same model input."""
+def fingerprint(task: Task, context: dict[str, Any] | None, inputs: dict[str, Any]) -> str:
+    """The stored form of an example's model key (`Example.model_key`): SHA-256 hex of the normalised key."""
     read = task.kind_impl.model_context_fields(task.typed_config)
+    key = model_key(read, context, inputs if isinstance(inputs, dict) else {})
+    return hashlib.sha256(json.dumps(key, ensure_ascii=False).encode()).hexdigest()
+
+
+def find_duplicate(user, task: Task, context: dict[str, Any] | None, inputs: dict[str, str],
+                   key: str | None = None) -> Example | None:
+    """The latest example (not retracted) of the writer or a linked account with the same model input. `key`:
+    its fingerprint, when the caller computed it already."""
     linked = linked_user_ids(user, by_ip=task.typed_config.crowd.same_ip_rule)
-    recent = (
-        Example.objects.filter(Q(author=user) | Q(author__in=linked), round__task=task, retracted=False)
-        .order_by("-id")
-        .values_list("pk", "input", "context__payload")[:RECENT]
-    )
-    wanted = model_key(read, context, inputs)
-    first = next((pk for pk, old, payload in recent
-                  if isinstance(old, dict) and model_key(read, payload, old) == wanted), None)
-    return Example.objects.get(pk=first) if first is not None else None
+    key = key or fingerprint(task, context, inputs)
+    return (Example.objects.filter(Q(author=user) | Q(author__in=linked), model_key=key, round__task=task,
+                                   retracted=False)
+            .only("pk", "author_id").order_by("-id").first())
 
 
-def check_not_duplicate(user, task: Task, context: dict[str, Any] | None, inputs: dict[str, str]) -> None:
+def check_not_duplicate(user, task: Task, context: dict[str, Any] | None, inputs: dict[str, str],
+                        key: str | None = None) -> None:
     """Refuse (409, code `duplicate`) an example whose model input the writer, or a linked account, already
-    wrote on the task recently. `context` is the shown context's payload (None without one)."""
-    first = find_duplicate(user, task, context, inputs)
+    wrote on the task. `context` is the shown context's payload (None without one); `key` its fingerprint."""
+    first = find_duplicate(user, task, context, inputs, key)
     if first is None:
         return
     if first.author_id != user.pk:

@@ -26,39 +26,27 @@ def score_example(self, example_id: int, word_map: bool = True) -> str:
 
     Inline (no broker) there is no one to wait for a countdown: the example stays pending and the
     writer's next poll, or `manage.py score_pending`, retries it once its backoff has passed.
-    `word_map=False` (a submission that asked for no map: the round simulation) stores the verdict and marks
-    its map unavailable, "not requested", instead of queueing `explain_example`.
+    `word_map=False` (a submission that asked for no map: the round simulation) stores the verdict with its map
+    unavailable, "not requested" (`scoring.NOT_REQUESTED`), instead of queueing `explain_example`.
     """
     try:
         # A worker gathers what is queued for the same round into one forward pass; inline (the embedded default)
         # a request scores its own example only.
-        batch = scoring.score_batch(example_id, gather=1 if self.request.is_eager else scoring.batch_max())
+        gather = 1 if self.request.is_eager else scoring.batch_max()
+        batch = scoring.score_batch(example_id, gather=gather, word_map=word_map)
     except scoring.ScoringDeferred as deferred:
         if self.request.is_eager:
             return "deferred"  # inline: the writer's next poll or the sweep tries again once it is due
         raise self.retry(countdown=scoring.backoff_seconds(deferred.attempts), exc=deferred) from deferred
-    if batch.outcome == scoring.Outcome.SCORED:
-        follow_verdict(example_id, word_map)
+    if batch.outcome == scoring.Outcome.SCORED and word_map:
+        enqueue_map(example_id)
     for other in batch.others:  # scored in this batch: their own jobs leave them to it, maps included
-        follow_verdict(other.pk, other.metadata.get("word_map", True) is not False)
+        if scoring.wants_map(other):
+            enqueue_map(other.pk)
     return batch.outcome.value
 
 
-def follow_verdict(example_id: int, word_map: bool) -> None:
-    if word_map:
-        enqueue_map(example_id)
-    else:
-        skip_map(example_id)
-
-
-NOT_REQUESTED = "not requested (simulation): submitted without a word map; ask for it to compute it"
-
-
-def skip_map(example_id: int) -> None:
-    """A verdict whose submission asked for no word map: its map is unavailable, with the reason (the writer or
-    an owner can still ask for it, `request_map`)."""
-    Example.objects.filter(pk=example_id, explanation_state=Example.Map.PENDING).update(
-        explanation_state=Example.Map.UNAVAILABLE, explanation_error=NOT_REQUESTED, updated_at=timezone.now())
+NOT_REQUESTED = scoring.NOT_REQUESTED  # a verdict stored without a map: the map's state says why
 
 
 # Maps never delay verdicts: this job is routed to a queue of its own (settings.EXPLANATION_QUEUE), served by the
@@ -113,7 +101,7 @@ def enqueue_scoring(example_id: int, word_map: bool = True) -> None:
     """Score the example once the current transaction commits: inline in the embedded default, on a worker
     with a broker. A broker that is down leaves it pending with `scoring_delayed`; the sweep queues it when
     the broker is back (or the writer's next poll does; a swept example gets its word map as usual).
-    `word_map=False`: no word map after the verdict (`skip_map`)."""
+    `word_map=False`: no word map after the verdict (`scoring.NOT_REQUESTED`)."""
     args = (example_id,) if word_map else (example_id, False)
     dispatch(score_example, *args, on_failure=lambda exc: mark_delayed(example_id, exc))
 

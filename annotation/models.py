@@ -119,6 +119,9 @@ class Example(models.Model):
     suggested_text = models.TextField(blank=True, default="", db_default="", help_text="the suggestion it came from")
     edit_distance = models.PositiveIntegerField(null=True, blank=True, help_text="characters, from suggested_text")
     idempotency_key = models.CharField(max_length=100, null=True, blank=True)
+    # SHA-256 of the normalised input the model reads (annotation.duplicates.fingerprint): the duplicate check's
+    # one indexed lookup. Set on save when empty; db_default for raw-SQL loaders (bench), which never check it.
+    model_key = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
     metadata = models.JSONField(default=dict, blank=True)
 
     # Validation outcome, written by the consensus service (derived from Validation rows).
@@ -147,6 +150,7 @@ class Example(models.Model):
         ]
         indexes = [
             models.Index(fields=["round", "scoring_state"]),
+            models.Index(fields=["model_key", "author"]),
             models.Index(fields=["round", "consensus", "fooled"]),
             models.Index(fields=["author", "created_at"]),
             models.Index(fields=["round", "split"]),
@@ -158,3 +162,13 @@ class Example(models.Model):
     @property
     def task(self):
         return self.round.task
+
+    def save(self, *args, **kwargs):
+        if not self.model_key and self.round_id is not None:
+            from annotation.duplicates import fingerprint
+
+            self.model_key = fingerprint(self.round.task, self.context.payload if self.context_id else None,
+                                         self.input)
+            if kwargs.get("update_fields") is not None:
+                kwargs["update_fields"] = {*kwargs["update_fields"], "model_key"}
+        super().save(*args, **kwargs)

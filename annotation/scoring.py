@@ -24,16 +24,19 @@ or an owner, can ask for it again (`request_map`).
 its verdict (`await_verdict`). When the cache is Redis (CACHE_URL, as in every scale-out deployment), whoever
 settles the example (verdict stored, failed, or its job could not be queued) pushes a token on a short-lived
 Redis list for it once its transaction commits (`announce_settled`), and the request blocks on that list
-(BLPOP, at most a second at a time, then reads the row once): no CPU while it waits, and the answer leaves as soon
-as the verdict is stored. Without Redis, or while it is down, the request polls the row instead.
+(BLPOP, at most a second at a time): no CPU while it waits, and the answer leaves as soon as the verdict is
+stored. A stored verdict's token carries the columns it wrote, so the request answers without reading the row
+(issue 27: a cache read, not a database round trip); any other token, or a second without one, reads the row.
+Without Redis, or while it is down, the request polls the row instead.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, NamedTuple
 
@@ -128,7 +131,7 @@ class Batch(NamedTuple):
     others: list[Example]  # the other examples this forward pass scored (`gather`)
 
 
-def score_batch(example_id: int, gather: int = 1) -> Batch:
+def score_batch(example_id: int, gather: int = 1, word_map: bool = True) -> Batch:
     """Score one example (idempotent) and, with `gather` > 1 (the worker: SCORING_BATCH_MAX), up to `gather - 1`
     other examples of the same round still waiting for their first try, in the same forward pass: verdicts that
     arrive together reach the model as one batch. Raises ScoringDeferred on a retryable serving error.
@@ -137,7 +140,10 @@ def score_batch(example_id: int, gather: int = 1) -> Batch:
     marked in the cache while the batch runs (at most BATCH_MARK_SECONDS, should the worker die): its own job,
     finding it claimed and marked, leaves it to the batch (`Outcome.SKIPPED`) instead of taking the claim over and
     scoring it alone. A gathered example whose batch failed is recorded as its own try would be, and the sweep
-    (or its writer's poll) tries it again when due: delayed, never lost."""
+    (or its writer's poll) tries it again when due: delayed, never lost.
+
+    `word_map=False` (its job's argument; a gathered example says so in `metadata.word_map`): the verdict is stored
+    with its map unavailable, not requested."""
     example = Example.objects.select_related("round__task", "context").filter(pk=example_id).first()
     if example is None or example.scoring_state != Example.Scoring.PENDING:
         return Batch(Outcome.SKIPPED, [])
@@ -146,6 +152,8 @@ def score_batch(example_id: int, gather: int = 1) -> Batch:
     token = claim(example)
     if token is None:
         return Batch(Outcome.SKIPPED, [])
+    if not word_map:
+        example.metadata = {**(example.metadata or {}), "word_map": False}  # read by _store_verdict only
     batch = [(example, token), *gathered(example, gather - 1)]
     try:
         return _score_together(example, token, batch)
@@ -163,9 +171,10 @@ def _score_together(example: Example, token: int, batch: list[tuple[Example, int
         log.exception("unexpected error scoring example %s", example.pk)
         error = BackendError(f"{type(exc).__name__}: {exc}", retryable=True)
     else:
+        rival = opponent.current(example.round.task)  # one lookup for the whole batch (the same task)
         others = [member for (member, claimed), verdict in zip(batch[1:], verdicts[1:], strict=True)
-                  if _store_verdict(member, claimed, verdict) == Outcome.SCORED]
-        return Batch(_store_verdict(example, token, verdicts[0]), others)
+                  if _store_verdict(member, claimed, verdict, rival) == Outcome.SCORED]
+        return Batch(_store_verdict(example, token, verdicts[0], rival), others)
     for member, claimed in batch[1:]:
         with contextlib.suppress(ScoringDeferred):  # its retry is the sweep's (or a poll's) once its backoff has passed
             _record_error(member, claimed, error)
@@ -227,28 +236,49 @@ def transient(exc: BackendError) -> BackendError:
     return exc
 
 
-def _store_verdict(example: Example, token: int, verdict: RoundVerdict) -> Outcome:
+# The map state of a verdict whose submission asked for none (`metadata.word_map` false: the round simulation, the
+# load bench): stored with the verdict itself, so no job follows it. The writer or an owner can still ask for it.
+NOT_REQUESTED = "not requested (simulation): submitted without a word map; ask for it to compute it"
+
+
+def wants_map(example: Example) -> bool:
+    return (example.metadata or {}).get("word_map", True) is not False
+
+
+def _map_state(example: Example, explanation: Any) -> tuple[str, str]:
+    if explanation:
+        return Example.Map.READY, ""
+    if not wants_map(example):
+        return Example.Map.UNAVAILABLE, NOT_REQUESTED
+    return Example.Map.PENDING, ""
+
+
+def _store_verdict(example: Example, token: int, verdict: RoundVerdict, rival_version: Any = None) -> Outcome:
     fooled = is_fooled(example.round.task, example.target, verdict["ensemble"])
     # A language model opponent answers beside the ensemble, with its own "fooled" flag, or is left out of this
     # verdict with the reason (never a failed verdict); `fooled` above stays the ensemble's (modelzoo.opponent).
-    rival = opponent.verdict_entry(example.round.task, model_input_for(example), example.target)
-    if rival is not None:
+    if rival_version is not None:
+        rival = opponent.verdict_entry(example.round.task, model_input_for(example), example.target,
+                                       version=rival_version)
         verdict = {**verdict, "models": [*verdict["models"], rival]}
     explanation = verdict.get("explanation")
+    map_state, map_error = _map_state(example, explanation)
     now = timezone.now()
-    stored = Example.objects.filter(
-        pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token
-    ).update(
+    values = dict(
         scoring_state=Example.Scoring.SCORED, fooled=fooled, ensemble_prediction=verdict["ensemble"],
         model_predictions=verdict["models"], explanation=explanation,
-        explanation_state=Example.Map.READY if explanation else Example.Map.PENDING, explanation_error="",
+        explanation_state=map_state, explanation_error=map_error,
         explanation_queued_at=now, explanation_attempts=0,
         model_versions=verdict["model_versions"], scoring_error="", scored_at=now, updated_at=now,
     )
+    stored = Example.objects.filter(
+        pk=example.pk, scoring_state=Example.Scoring.PENDING, scoring_attempts=token
+    ).update(**values)
     if stored:  # one line per stored verdict: the fault tests count them (never two for one example)
         log.info("verdict stored for example %s (attempt %s, fooled=%s)", example.pk, token, fooled)
         signals.verdict_stored.send(sender=Example, example_id=example.pk, fooled=bool(fooled))
-        announce_settled(example.pk)
+        # The waiting request gets the stored columns with its wake-up: it answers without reading the row.
+        announce_settled(example.pk, {**values, "scoring_attempts": token, "scoring_delayed": False})
     return Outcome.SCORED if stored else Outcome.SKIPPED
 
 
@@ -448,10 +478,13 @@ def _settle_channel():
         return None
 
 
-def announce_settled(example_id: int) -> None:
+def announce_settled(example_id: int, stored: dict[str, Any] | None = None) -> None:
     """Wake a request waiting for this example (`await_verdict`) once the current transaction commits: its
-    verdict was stored, it failed, or its scoring job could not be queued. Best effort: the waiter reads the row
+    verdict was stored, it failed, or its scoring job could not be queued. `stored`: the columns the verdict
+    just wrote, which the waiter takes instead of reading the row again. Best effort: the waiter reads the row
     at least once a second anyway."""
+    token = "1" if stored is None else json.dumps(  # datetimes to the microsecond, as the row holds them
+        {name: value.isoformat() if isinstance(value, datetime) else value for name, value in stored.items()})
 
     def push() -> None:
         client = _settle_channel()
@@ -459,21 +492,27 @@ def announce_settled(example_id: int) -> None:
             return
         key = _settled_key(example_id)
         try:
-            client.pipeline().rpush(key, 1).expire(key, 60).execute()
+            client.pipeline().rpush(key, token).expire(key, 60).execute()
         except Exception as exc:  # noqa: BLE001 - the cache is down: waiters poll
             log.debug("could not announce example %s: %s", example_id, exc)
 
     transaction.on_commit(push)
 
 
-def await_verdict(example: Example, timeout: float) -> Example:
+def await_verdict(example: Example, timeout: float, fresh: bool = False) -> Example:
     """Wait up to `timeout` seconds for a worker's verdict (inline jobs have finished already): blocked on the
-    example's Redis list when the cache is Redis (`announce_settled`), polling the row otherwise."""
-    _reload(example)
+    example's Redis list when the cache is Redis (`announce_settled`), polling the row otherwise.
+
+    With Redis, a stored verdict arrives with its wake-up and is taken as it is: no read of the row. `fresh`: the
+    caller has just saved the example (so it knows it is pending) and needs no first read either; a verdict stored
+    before the wait began is on the list already."""
+    channel = None if settings.CELERY_TASK_ALWAYS_EAGER else _settle_channel()
+    if not (fresh and channel is not None):
+        _reload(example)
     if settings.CELERY_TASK_ALWAYS_EAGER:
         return example
     deadline = time.monotonic() + timeout
-    channel, key = _settle_channel(), _settled_key(example.pk)
+    key = _settled_key(example.pk)
     pause = 0.02
     while example.scoring_state == Example.Scoring.PENDING and not example.scoring_delayed:
         remaining = deadline - time.monotonic()
@@ -481,15 +520,35 @@ def await_verdict(example: Example, timeout: float) -> Example:
             break
         if channel is not None:
             try:
-                channel.blpop([key], timeout=min(remaining, 1.0))
+                woken = channel.blpop([key], timeout=min(remaining, 1.0))
             except Exception:  # noqa: BLE001 - the cache is down: poll the row for the rest of the wait
                 channel = None
+                continue
+            if woken is not None and _take(example, woken[1]):
                 continue
         else:
             time.sleep(min(pause, remaining))
             pause = min(pause * 1.5, 0.25)
         _reload(example)
     return example
+
+
+def _take(example: Example, token: bytes | str) -> bool:
+    """The stored columns a wake-up carried (`announce_settled`), set on the example; False when it carried none
+    (a failure, a delay: the row is read)."""
+    try:
+        stored = json.loads(token)
+    except ValueError:
+        return False
+    if not isinstance(stored, dict) or stored.get("scoring_state") != Example.Scoring.SCORED:
+        return False
+    try:
+        columns = {name: Example._meta.get_field(name).to_python(value) for name, value in stored.items()}
+    except Exception:  # noqa: BLE001 - a field this code does not know (another version's worker): read the row
+        return False
+    for name, value in columns.items():
+        setattr(example, name, value)
+    return True
 
 
 def _reload(example: Example) -> None:

@@ -14,8 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from annotation import assistant, jobs, scoring
-from annotation.duplicates import check_not_duplicate
+from annotation import assistant, duplicates, jobs, scoring
 from annotation.feedback import APPEALABLE
 from annotation.models import Example, Suggestion
 from annotation.sampling import get_strategy
@@ -158,7 +157,7 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
     """Save a writer's example (before any model is called) and enqueue its scoring after commit.
 
     `word_map=False` asks for the verdict alone: no word map is computed after it (its state says
-    "unavailable", not requested; `annotation.jobs.skip_map`). The round simulation submits so: maps are no part
+    "unavailable", not requested; `annotation.scoring.NOT_REQUESTED`). The round simulation submits so: maps are no part
     of the verdict and cost most of its time. The writer's page and the API always ask for one.
 
     The same idempotency key from the same user on the same task returns the first example instead of a
@@ -171,13 +170,15 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
         return SubmitResult(first, created=False)
     guidelines.check_acknowledged(user, task)
     clean = clean_submission(task, sub)
-    check_not_duplicate(user, task, clean.context.payload if clean.context else None, clean.input)
+    shown = clean.context.payload if clean.context else None
+    fingerprint = duplicates.fingerprint(task, shown, clean.input)
+    duplicates.check_not_duplicate(user, task, shown, clean.input, key=fingerprint)
     origin = assistant.provenance(user, task, clean.round, sub.suggestion_id, sub.suggestion_choice, clean.input)
     try:
         with transaction.atomic():
             example = Example.objects.create(
                 round=clean.round, context=clean.context, author=user, input=clean.input, target=clean.target,
-                idempotency_key=key, time_spent_ms=sub.time_spent_ms, suggestion=origin.suggestion,
+                idempotency_key=key, model_key=fingerprint, time_spent_ms=sub.time_spent_ms, suggestion=origin.suggestion,
                 assistance=origin.assistance, suggested_text=origin.suggested_text, edit_distance=origin.edit_distance,
                 metadata={"kind": task.kind, "sampling": task.typed_config.sampling,
                           **({} if word_map else {"word_map": False})},  # read when another job batches it

@@ -18,7 +18,7 @@ import socket
 import time
 
 from celery import Celery, bootsteps
-from celery.signals import worker_ready
+from celery.signals import task_postrun, task_prerun, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dynabench_site.settings")
 
@@ -91,3 +91,15 @@ def sweep_at_start(sender=None, **kwargs):
         app.send_task("annotation.score_pending")
     except Exception as exc:  # pragma: no cover - the broker vanished between start-up and now
         log.warning("pending sweep not queued at worker start: %s", exc)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_old_connections_around_jobs(sender=None, **kwargs):
+    """A job starts and ends as a web request does: database connections past DB_CONN_MAX_AGE, or left unusable
+    by an error (PostgreSQL restarted), are closed; the others are kept (settings.CELERY_DB_REUSE_MAX)."""
+    if getattr(getattr(sender, "request", None), "is_eager", False):
+        return  # inline, in a request or a command: its connection is the caller's
+    from django.db import close_old_connections
+
+    close_old_connections()

@@ -58,6 +58,11 @@ DATABASE_URL = env_url(
     "DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}", ["sqlite", "postgres", "postgresql", "pgsql"]
 )
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0))}
+# Celery's Django fix-up closes a worker's database connection around every job, whatever CONN_MAX_AGE says: with
+# persistent connections (DB_CONN_MAX_AGE > 0) a job would pay a new PostgreSQL connection, and PostgreSQL a new
+# backend, twice per verdict. Then the worker keeps its connections and closes them as Django does around a
+# request, by age or after an error (dynabench_site.celery.close_old_connections_around_jobs).
+CELERY_DB_REUSE_MAX = 1_000_000 if DATABASES["default"]["CONN_MAX_AGE"] else None
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # The embedded default keeps its database in var/, which git ignores: a fresh clone must create it.
     if DATABASES["default"]["NAME"] != ":memory:":

@@ -86,11 +86,13 @@ def predict(version: ModelVersion, model_inputs: list[dict[str, str]]) -> list[d
 # --- beside a verdict ------------------------------------------------------------------------------------
 
 
-def verdict_entry(task, model_input: dict[str, str], target: Any) -> dict[str, Any] | None:
+def verdict_entry(task, model_input: dict[str, str], target: Any,
+                  version: ModelVersion | None = None) -> dict[str, Any] | None:
     """The opponent's row of a verdict's per-model table (None: the task has no opponent). Never raises, and
     never waits longer than the task's `opponent.timeout_s`: a slow or failing opponent is left out, with the
-    reason. `fooled` is the opponent's own (the example's verdict stays the ensemble's)."""
-    version = current(task)
+    reason. `fooled` is the opponent's own (the example's verdict stays the ensemble's). `version`: the
+    opponent already looked up (`current`), e.g. once for a batch of verdicts."""
+    version = version if version is not None else current(task)
     if version is None:
         return None
     timeout = float(task.typed_config.opponent.timeout_s)

@@ -40,10 +40,11 @@ def wait_for(predicate, timeout: float, what: str, log: Path | None = None) -> N
     pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}\n{tail}")
 
 
-def start_worker(queue: str, log: Path, tiny_store, maps: bool = True) -> subprocess.Popen:
+def start_worker(queue: str, log: Path, tiny_store, maps: bool = True, **extra_env: str) -> subprocess.Popen:
     """A solo worker on `queue` (verdicts and every other job) and, with `maps`, on its maps queue too."""
     env = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": BROKER, "CELERY_RESULT_BACKEND": BROKER,
-           "CELERY_QUEUE": queue, "MODEL_STORE": str(tiny_store), "MODEL_BACKEND": "inprocess", "C_FORCE_ROOT": "1"}
+           "CELERY_QUEUE": queue, "MODEL_STORE": str(tiny_store), "MODEL_BACKEND": "inprocess", "C_FORCE_ROOT": "1",
+           **extra_env}
     command = [str(Path(sys.executable).with_name("celery")), "-A", "dynabench_site", "worker", "--pool=solo",
                "-Q", f"{queue},{queue}-maps" if maps else queue, "-n", f"{queue}@%h", "--loglevel=info", "--without-gossip", "--without-mingle"]
     with log.open("wb") as out:
@@ -173,3 +174,29 @@ def test_the_worker_retries_with_backoff_until_models_are_deployed(worker, write
     wait_for(lambda: scored(example_id), 60, "the verdict after recovery", worker)
     assert Example.objects.get(pk=example_id).scoring_attempts >= 2
     assert "Retry in" in worker.read_text()
+
+
+def test_a_worker_keeps_its_database_connection_from_job_to_job(queue_on_redis, tiny_store, tmp_path, writer_api,
+                                                                 sentiment, deploy):
+    """With persistent connections (DB_CONN_MAX_AGE, as every scale-out deployment sets it), a worker does not open a
+    PostgreSQL connection per job (Celery's Django fix-up would, costing a new backend twice per verdict): the
+    connection that scored the first example scores the last one too."""
+    task, round, context = sentiment
+    deploy(round)
+    log = tmp_path / "worker.log"
+    process = start_worker(queue_on_redis, log, tiny_store, maps=False, DB_CONN_MAX_AGE="60")
+    others = ("SELECT pid, backend_start FROM pg_stat_activity WHERE datname = current_database() "
+              "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+    seen = []
+    try:
+        for i in range(4):
+            body = {**sentiment_body(context), "input": {"text": f"Job number {i} of the same worker, fine."}}
+            example_id = writer_api.post(f"/api/tasks/{task.slug}/examples/", body, format="json").data["id"]
+            wait_for(lambda pk=example_id: scored(pk), 60, "the worker's verdict", log)
+            with connection.cursor() as cursor:
+                cursor.execute(others)
+                seen.append(sorted(cursor.fetchall()))
+    finally:
+        stop(process)
+    assert len(seen[0]) == 1, seen  # the worker's one connection, still open after its job
+    assert all(backends == seen[0] for backends in seen), seen  # ... and the same one after every later job

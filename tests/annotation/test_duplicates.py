@@ -121,3 +121,53 @@ def test_normalisation_ignores_case_punctuation_and_spacing_only():
     assert normalise("Great   food!!") == normalise("great food") == "great food"
     assert normalise("great food, slow service") != normalise("great food")
     assert normalise("ｆｕｌｌ width") == "full width"  # NFKC
+
+
+def test_a_duplicate_is_found_however_many_examples_the_writer_wrote_since(writer_api, writer, sentiment):
+    """The check is one indexed lookup of the stored fingerprint (issue 27), not a scan of the latest 500 examples:
+    it finds the first example behind 600 newer ones, and its cost does not grow with them."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from annotation.duplicates import find_duplicate, fingerprint
+
+    task, round_, context = sentiment
+    first = ExampleFactory(round=round_, author=writer, context=context, input={"text": "The very first one."})
+    Example.objects.bulk_create([
+        Example(round=round_, author=writer, context=context, input={"text": f"Another sentence, number {i}."},
+                target="positive", model_key=fingerprint(task, context.payload, {"text": f"Another sentence, number {i}."}))
+        for i in range(600)])
+    again = post(writer_api, task, sentiment_body(context, input={"text": "the VERY first one"}))
+    assert again.status_code == 409 and again.data["duplicate_of"] == first.pk
+    with CaptureQueriesContext(connection) as queries:
+        assert find_duplicate(writer, task, context.payload, {"text": "Something never written."}) is None
+    assert len(queries) <= 2  # the linked accounts' keys (cached in a request) and the one lookup
+
+
+def test_an_example_saved_without_the_submission_service_gets_its_fingerprint(writer, sentiment):
+    """Imports, fixtures and admin edits save through the model: the key is filled on save, as a submission fills
+    it, so the duplicate check sees them."""
+    from annotation.duplicates import fingerprint
+
+    task, round_, context = sentiment
+    example = ExampleFactory(round=round_, author=writer, context=context, input={"text": "Saved directly."})
+    assert example.model_key == fingerprint(task, context.payload, {"text": "saved directly"})
+
+
+def test_the_migration_fills_the_fingerprint_of_existing_examples(writer, nli):
+    """Examples saved before the fingerprint existed get the one a new example gets (NLI: with its premise)."""
+    import importlib
+
+    from django.apps import apps
+
+    from annotation.duplicates import fingerprint
+
+    task, round_, context = nli
+    example = ExampleFactory(round=round_, author=writer, context=context, input={"hypothesis": "A cat sleeps."})
+    Example.objects.filter(pk=example.pk).update(model_key="")
+    migration = importlib.import_module("annotation.migrations.0008_example_model_key")
+    migration.fill_model_keys(apps, None)
+    example.refresh_from_db()
+    assert example.model_key == fingerprint(task, context.payload, {"hypothesis": "a cat sleeps"})
+    other = ContextFactory(task=task, round=round_, payload={**context.payload, "premise": "Another premise."})
+    assert fingerprint(task, other.payload, {"hypothesis": "A cat sleeps."}) != example.model_key

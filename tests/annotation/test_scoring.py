@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation import jobs, scoring
 from annotation.models import Example
@@ -318,3 +320,35 @@ def test_a_batch_gathers_only_its_own_rounds_untried_examples(queued, nli, deplo
     assert scoring.claim(first) == 1
     assert [e.pk for e, _ in scoring.gathered(first, 16)] == [ids[1]]
     assert Example.objects.get(pk=stranger.pk).scoring_attempts == 0
+
+
+def test_a_batch_costs_a_fixed_number_of_queries_per_example(queued, monkeypatch):
+    """The worker's side of a verdict (issue 27): claim, store and queue row per example, and the task's language
+    model opponent looked up once per batch, not once per verdict."""
+    round, ids = queued
+    task = round.task
+    task.config = {**task.config, "opponent": {**task.config.get("opponent", {}), "enabled": True}}
+    task.save()  # the opponent on (none trained yet: its lookup is what this counts)
+    monkeypatch.setattr(jobs, "enqueue_map", lambda pk, asked=False: None)  # the explainer's work, not this job's
+    with CaptureQueriesContext(connection) as captured:
+        assert jobs.score_example.run(ids[0]) == "scored"
+    queries = [q["sql"] for q in captured.captured_queries
+               if not q["sql"].upper().startswith(("BEGIN", "COMMIT", "SAVEPOINT", "RELEASE", "ROLLBACK"))]
+    # per batch: the job's example, its claim, the queued ones, the round's ensemble and its members, the opponent;
+    # per example: its claim (the job's own counted above), its verdict, its queue row. 6 + 3 x 3 - 1 = 14.
+    assert len(queries) <= 14, "\n".join(q[:120] for q in queries)
+    assert sum('FROM "modelzoo_modelversion"' in q and "llm" in q for q in queries) == 1
+
+
+def test_a_job_that_asks_for_no_map_stores_its_verdict_with_the_map_unavailable(queued, monkeypatch, settings):
+    """`word_map=False` as the job's own argument (jobs queued before the submission recorded it): the verdict is
+    stored with its map unavailable, "not requested", in the same write, and no map job follows."""
+    _, ids = queued
+    Example.objects.filter(pk=ids[0]).update(metadata={})
+    maps = []
+    monkeypatch.setattr(jobs, "enqueue_map", lambda pk, asked=False: maps.append(pk))
+    settings.SCORING_BATCH_MAX = 1  # this example alone
+    assert jobs.score_example.run(ids[0], False) == "scored"
+    example = Example.objects.get(pk=ids[0])
+    assert (example.explanation_state, example.explanation_error) == ("unavailable", jobs.NOT_REQUESTED)
+    assert maps == []

@@ -93,3 +93,32 @@ def test_with_redis_down_the_wait_polls_the_row(redis_down, settings, pending):
     example = scoring.await_verdict(pending, timeout=10)
     thread.join()
     assert example.scoring_state == Example.Scoring.SCORED
+
+
+def test_a_stored_verdict_reaches_the_waiting_request_without_a_read_of_the_row(redis_cache, pending):
+    """The wake-up of a stored verdict carries the columns it wrote (issue 27: the submission's wait costs a cache
+    read, not a database round trip). A request that just saved its example reads nothing at all."""
+    from annotation.scoring import _store_verdict
+
+    def work() -> None:
+        time.sleep(0.5)
+        try:
+            token = scoring.claim(Example.objects.select_related("round__task", "context").get(pk=pending.pk))
+            example = Example.objects.select_related("round__task", "context").get(pk=pending.pk)
+            verdict = {"ensemble": {"label": "negative", "probs": {"positive": 0.2, "negative": 0.8}},
+                       "models": [{"model_version": 1, "prediction": {"label": "negative"}}], "model_versions": [1]}
+            assert _store_verdict(example, token, verdict) == scoring.Outcome.SCORED
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    with CaptureQueriesContext(connection) as queries:
+        example = scoring.await_verdict(pending, timeout=10, fresh=True)
+    thread.join()
+    assert [q["sql"] for q in queries] == []
+    stored = Example.objects.get(pk=pending.pk)
+    assert example.scoring_state == stored.scoring_state == Example.Scoring.SCORED
+    for name in ("fooled", "ensemble_prediction", "model_predictions", "model_versions", "scored_at",
+                 "scoring_attempts", "explanation_state", "scoring_error"):
+        assert getattr(example, name) == getattr(stored, name), name
