@@ -1,4 +1,4 @@
-"""Duplicates of a writer's recent examples: the same input *that the model reads*, once normalised.
+"""Duplicates of a writer's examples: the same input *that the model reads*, once normalised.
 
 Every example counts for MER, badges and the bonus, so the same example must not be paid twice. What makes
 two examples the same is what the model is asked: the writer's input fields plus the context fields the task

@@ -10,6 +10,7 @@ from rest_framework import serializers
 
 from annotation.models import Example, Suggestion
 from annotation.services import Submission
+from dynabench_site.serializers import FieldsBuiltOnce
 from tasks.models import Context
 
 VERDICT_FIELDS = (
@@ -78,7 +79,7 @@ class ExplanationSerializer(StrictSerializer):
     )
 
 
-class ContextSerializer(serializers.ModelSerializer):
+class ContextSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
     round = serializers.SerializerMethodField()
 
     class Meta:
@@ -90,7 +91,7 @@ class ContextSerializer(serializers.ModelSerializer):
         return context.round.number if context.round_id else None
 
 
-class ExampleSerializer(serializers.ModelSerializer):
+class ExampleSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
     task = serializers.CharField(source="round.task.slug", read_only=True)
     round = serializers.IntegerField(source="round.number", read_only=True)
     context_id = serializers.IntegerField(read_only=True, allow_null=True)

@@ -212,8 +212,10 @@ def component_cpu(stack: Stack, torchserve_dir: Path) -> dict[str, dict[int, flo
     """CPU seconds (user + system) used so far, per process, by each part of the stack, child processes
     included: the gunicorn, Celery and Redis process groups the bench started, TorchServe (its Java frontend and
     Python workers, found by their model-store path) and PostgreSQL (every `postgres` process of this machine).
-    `cpu_delta` subtracts two of these per process, so that a process that exited in between (a PostgreSQL
-    backend whose connection closed) is left out rather than counted negative."""
+    PostgreSQL backends that exit during a phase (a connection closed) are counted too: the postmaster reaps
+    them, and its children's times (entry REAPED of the part) grow by each one's whole life; `cpu_delta` takes
+    off what such a backend had used before the phase. Before issue 27's run M they were left out, which
+    flattered a stack that opened a connection per job. The other parts' processes live through the run."""
     import psutil
 
     def tree(proc: psutil.Process) -> list[psutil.Process]:
@@ -242,16 +244,33 @@ def component_cpu(stack: Stack, torchserve_dir: Path) -> dict[str, dict[int, flo
             postgres.append(proc)
     parts["torchserve"] = seconds(serving)
     parts["postgres"] = seconds(postgres)
+    for proc in postgres:  # the postmaster: the parent of the others
+        try:
+            if proc.ppid() not in parts["postgres"]:
+                t = proc.cpu_times()
+                parts["postgres"][REAPED] = parts["postgres"].get(REAPED, 0.0) + t.children_user + t.children_system
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
     cpu = psutil.cpu_times()
     parts["machine"] = {0: cpu.user + cpu.nice + cpu.system + getattr(cpu, "irq", 0) + getattr(cpu, "softirq", 0)}
     return parts
 
 
+REAPED = -1  # a part's entry for the CPU of its processes' exited children, as their parent reaped them
+
+
 def cpu_delta(before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]) -> dict[str, float]:
-    """Per part: CPU seconds between two `component_cpu` readings (processes seen in the second; a process
-    started in between counts from zero)."""
-    return {name: round(sum(t - before.get(name, {}).get(pid, 0.0) for pid, t in procs.items()), 1)
-            for name, procs in after.items()}
+    """Per part: CPU seconds between two `component_cpu` readings. A process started in between counts from zero;
+    in a part with a REAPED entry (PostgreSQL), a process that exited in between is in that entry's growth with
+    its whole life, so what it had used by the first reading is taken off; elsewhere it is left out."""
+    out = {}
+    for name, procs in after.items():
+        was = before.get(name, {})
+        total = sum(t - was.get(pid, 0.0) for pid, t in procs.items())
+        if REAPED in procs:
+            total -= sum(t for pid, t in was.items() if pid != REAPED and pid not in procs)
+        out[name] = round(total, 1)
+    return out
 
 
 def purge_map_backlog(redis_port: int, settle_s: float = 3.0) -> int:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from typing import Any
@@ -72,15 +73,15 @@ class Task(models.Model):
     def typed_config(self) -> TaskConfig:
         """The validated configuration (defaults filled in), parsed once per change of `config`.
 
-        Not called `settings`, so it is never mistaken for `django.conf.settings`. The cache is keyed by the
-        raw config's canonical JSON, so assigning or mutating `config` is always seen.
+        Not called `settings`, so it is never mistaken for `django.conf.settings`. The cache keeps a copy of
+        the raw config it parsed and compares it, so assigning or mutating `config` is always seen.
         """
-        key = (self.kind, json.dumps(self.config, sort_keys=True, default=str))
         cached = self.__dict__.get("_typed_config")
-        if cached is None or cached[0] != key:
-            cached = (key, self.kind_impl.parse_config(self.config))
+        # Compared as values (C-speed dict equality), not re-serialised on every access: a request reads it often.
+        if cached is None or cached[0] != self.kind or cached[1] != self.config:
+            cached = (self.kind, copy.deepcopy(self.config), self.kind_impl.parse_config(self.config))
             self.__dict__["_typed_config"] = cached
-        return cached[1]
+        return cached[2]
 
     def clean(self) -> None:
         try:

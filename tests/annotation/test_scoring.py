@@ -352,3 +352,15 @@ def test_a_job_that_asks_for_no_map_stores_its_verdict_with_the_map_unavailable(
     example = Example.objects.get(pk=ids[0])
     assert (example.explanation_state, example.explanation_error) == ("unavailable", jobs.NOT_REQUESTED)
     assert maps == []
+
+
+def test_the_own_job_of_an_example_a_batch_scored_skips_it_without_a_database_read(queued, monkeypatch):
+    """Under load most jobs find their example scored by an earlier batch: they learn it from the batch's mark in
+    the cache, not from the row (issue 27). An example whose batch failed is unmarked (the sweep's test above)."""
+    _, ids = queued
+    monkeypatch.setattr(jobs, "enqueue_map", lambda pk, asked=False: None)
+    assert jobs.score_example.run(ids[0]) == "scored"
+    with CaptureQueriesContext(connection) as captured:
+        assert [jobs.score_example.run(pk) for pk in ids[1:]] == ["skipped", "skipped"]
+    assert captured.captured_queries == []
+    assert all(Example.objects.get(pk=pk).scoring_attempts == 1 for pk in ids)  # scored once each
