@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from annotation.fingerprints import fingerprint
 from annotation.managers import ExampleQuerySet
 
 
@@ -119,7 +120,7 @@ class Example(models.Model):
     suggested_text = models.TextField(blank=True, default="", db_default="", help_text="the suggestion it came from")
     edit_distance = models.PositiveIntegerField(null=True, blank=True, help_text="characters, from suggested_text")
     idempotency_key = models.CharField(max_length=100, null=True, blank=True)
-    # SHA-256 of the normalised input the model reads (annotation.duplicates.fingerprint): the duplicate check's
+    # SHA-256 of the normalised input the model reads (annotation.fingerprints.fingerprint): the duplicate check's
     # one indexed lookup. Set on save when empty; db_default for raw-SQL loaders (bench), which never check it.
     model_key = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
     metadata = models.JSONField(default=dict, blank=True)
@@ -165,8 +166,6 @@ class Example(models.Model):
 
     def save(self, *args, **kwargs):
         if not self.model_key and self.round_id is not None:
-            from annotation.duplicates import fingerprint
-
             self.model_key = fingerprint(self.round.task, self.context.payload if self.context_id else None,
                                          self.input)
             if kwargs.get("update_fields") is not None:

@@ -8,8 +8,8 @@ from django.db import migrations, models
 
 
 def fill_model_keys(apps, schema_editor):
-    """Each existing example gets the fingerprint a new one gets on save (annotation.duplicates.fingerprint)."""
-    from annotation.duplicates import model_key
+    """Each existing example gets the fingerprint a new one gets on save (annotation.fingerprints.fingerprint)."""
+    from annotation.fingerprints import model_key
     from tasks.kinds import get_kind
 
     Example = apps.get_model("annotation", "Example")

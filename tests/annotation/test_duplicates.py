@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.duplicates import normalise
+from annotation.fingerprints import normalise
 from annotation.models import Example
 from tasks.models import Round
 from tests.annotation.conftest import nli_body, sentiment_body
@@ -129,7 +129,8 @@ def test_a_duplicate_is_found_however_many_examples_the_writer_wrote_since(write
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from annotation.duplicates import find_duplicate, fingerprint
+    from annotation.duplicates import find_duplicate
+    from annotation.fingerprints import fingerprint
 
     task, round_, context = sentiment
     first = ExampleFactory(round=round_, author=writer, context=context, input={"text": "The very first one."})
@@ -147,7 +148,7 @@ def test_a_duplicate_is_found_however_many_examples_the_writer_wrote_since(write
 def test_an_example_saved_without_the_submission_service_gets_its_fingerprint(writer, sentiment):
     """Imports, fixtures and admin edits save through the model: the key is filled on save, as a submission fills
     it, so the duplicate check sees them."""
-    from annotation.duplicates import fingerprint
+    from annotation.fingerprints import fingerprint
 
     task, round_, context = sentiment
     example = ExampleFactory(round=round_, author=writer, context=context, input={"text": "Saved directly."})
@@ -160,7 +161,7 @@ def test_the_migration_fills_the_fingerprint_of_existing_examples(writer, nli):
 
     from django.apps import apps
 
-    from annotation.duplicates import fingerprint
+    from annotation.fingerprints import fingerprint
 
     task, round_, context = nli
     example = ExampleFactory(round=round_, author=writer, context=context, input={"hypothesis": "A cat sleeps."})
