@@ -53,7 +53,7 @@ UNAVAILABLE = {
     "config": "The writing assistant is not set up correctly ({detail}); the task's owner can fix it in the task's "
               "settings. Write your own example: submitting works as usual.",
 }
-GENERATION_TRIES = 2  # generations per request when the first gives nothing usable
+GENERATION_TRIES = 3  # generations per request when the first gives nothing usable
 NOTHING_USABLE = "The language model wrote nothing usable this time. Ask again, or write your own example."
 NOT_QUEUED = ("The writing assistant could not start (the job queue does not answer). Write your own example: "
               "submitting works as usual.")
@@ -103,10 +103,12 @@ def run(suggestion_id: int) -> str:
         texts: list[str] = []
         usage = None
         # A small model sometimes writes nothing usable (descriptions, copies): one more try before giving up
-        for _ in range(GENERATION_TRIES):
+        for attempt in range(GENERATION_TRIES):
+            seed = None if settings_.seed is None else settings_.seed + attempt * settings_.candidates
             generation = provider.generate(prompt.user, system=prompt.system, prefix=prompt.prefix,
                                            stop=list(prompt.stop), n=settings_.candidates,
-                                           max_tokens=settings_.max_tokens, temperature=settings_.temperature)
+                                           max_tokens=settings_.max_tokens, temperature=settings_.temperature,
+                                           seed=seed)
             usage = generation.usage if usage is None else _plus(usage, generation.usage)
             texts = clean_candidates([*texts, *generation.texts], context=_context_fields(task, suggestion),
                                      examples=[shot["text"] for shot in shots], max_chars=config.max_input_chars

@@ -173,6 +173,9 @@ class AssistantSettings(_Strict):
     candidates: int = Field(3, ge=1, le=5, description="Suggestions per request.")
     max_tokens: int = Field(48, ge=8, le=256, description="The longest suggestion, in tokens.")
     temperature: float = Field(0.9, ge=0.0, le=2.0)
+    seed: int | None = Field(None, ge=0, le=2**31 - 1, description="A fixed sampling seed: the same request gives "
+                             "the same suggestions (for studies that must be repeatable). Unset, every request "
+                             "differs.")
     examples: int = Field(4, ge=0, le=8, description="Verified fooling examples of the round shown to the model "
                                                       "as few-shot examples.")
 

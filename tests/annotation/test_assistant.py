@@ -24,9 +24,10 @@ def _jobs_inline(settings):
     settings.JOB_RUNNER = "inline"
 
 
-def assistant_task(provider: dict | None = None, kind: str = "sentiment"):
+def assistant_task(provider: dict | None = None, kind: str = "sentiment", **settings):
     provider = provider or {**DOWN, "base_url": DOWN["base_url"].format(port=closed_port())}
-    return make_task(kind, slug=f"{kind}-assisted", config={"assistant": {"enabled": True, "provider": provider}})
+    return make_task(kind, slug=f"{kind}-assisted",
+                     config={"assistant": {"enabled": True, "provider": provider, **settings}})
 
 
 def ask(client, task, context, target="positive"):
@@ -133,9 +134,10 @@ def test_a_provider_that_is_down_turns_the_assistant_off_for_that_request_and_su
     assert example.scoring_state == Example.Scoring.SCORED and example.assistance == Assistance.OWN
 
 
-def test_a_model_that_writes_nothing_usable_is_asked_once_more_then_the_writer_is_told(writer_api, deploy):
-    """A real OpenAI-compatible HTTP server whose model only describes texts ("This review is…"): the job tries a
-    second generation, then fails the request with a sentence for the writer, its tokens counted."""
+def test_a_model_that_writes_nothing_usable_is_asked_again_then_the_writer_is_told(writer_api, deploy):
+    """A real OpenAI-compatible HTTP server whose model only describes texts ("This review is…"): the job tries
+    three generations, each with its own seed when the task fixes one, then fails the request with a sentence for
+    the writer, its tokens counted."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -147,6 +149,7 @@ def test_a_model_that_writes_nothing_usable_is_asked_once_more_then_the_writer_i
         def do_POST(self):
             asked = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             self.server.requests += 1
+            self.server.seeds.append(asked.get("seed"))
             raw = json.dumps({"choices": [{"message": {"content": "This review is about a positive experience."}}
                                           for _ in range(asked.get("n", 1))],
                               "usage": {"prompt_tokens": 50, "completion_tokens": 9}}).encode()
@@ -157,11 +160,12 @@ def test_a_model_that_writes_nothing_usable_is_asked_once_more_then_the_writer_i
             self.wfile.write(raw)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Describer)
-    httpd.requests = 0
+    httpd.requests, httpd.seeds = 0, []
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
         task, round_, context = assistant_task({"provider": "openai", "model": "describer",
-                                                "base_url": f"http://127.0.0.1:{httpd.server_address[1]}/v1"})
+                                                "base_url": f"http://127.0.0.1:{httpd.server_address[1]}/v1"},
+                                               seed=11)
         deploy(round_)
         suggestion = writer_api.get(ask(writer_api, task, context).json()["link"]).json()
     finally:
@@ -169,8 +173,9 @@ def test_a_model_that_writes_nothing_usable_is_asked_once_more_then_the_writer_i
         httpd.server_close()
     assert suggestion["state"] == "failed" and suggestion["candidates"] == []
     assert "nothing usable" in suggestion["error"] and "write your own" in suggestion["error"]
-    assert httpd.requests == 2  # one generation of 3 candidates, then one more
-    assert suggestion["usage"]["completion_tokens"] == 18 and suggestion["usage"]["calls"] == 2
+    assert httpd.requests == 3  # one generation of 3 candidates, then two more
+    assert httpd.seeds == [11, 14, 17]  # each try samples anew: the same seed would repeat the same texts
+    assert suggestion["usage"]["completion_tokens"] == 27 and suggestion["usage"]["calls"] == 3
 
 
 # --- provenance ---------------------------------------------------------------------------------------------
