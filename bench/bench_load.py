@@ -405,7 +405,8 @@ def run(workdir: Path, args) -> dict:
                 results["forward_limit"] = forward_limit(versions, args.forward_seconds)
                 print(f"forward limit: {results['forward_limit']}", flush=True)
                 stack.launch("worker", [str(BIN / "celery"), "-A", "dynabench_site", "worker", "--loglevel=warning",
-                                        "--concurrency", str(args.worker_concurrency), "-Q", "dynabench",
+                                        "--concurrency", str(args.worker_concurrency), "--pool", args.worker_pool,
+                                        "-Q", "dynabench",
                                         "-n", f"load-{web}@%h", "--without-gossip", "--without-mingle"])
                 # The word maps' worker, as serve_prod.sh starts it: one process, nice 10, models in process.
                 if args.maps == "on":
@@ -477,13 +478,14 @@ def report(r: dict, args) -> str:
 
 Command: `nice -n 10 .venv/bin/python bench/bench_load.py --annotators {args.annotators} --validators {args.validators} \
 --seconds {args.seconds:g} --think {' '.join(f'{t:g}' for t in args.think)} --web-workers {args.web_workers} \
---web-threads {args.web_threads} --worker-concurrency {args.worker_concurrency}{' --tiny' if args.tiny else ''}`
+--web-threads {args.web_threads} --worker-concurrency {args.worker_concurrency}{' --tiny' if args.tiny else ''}\
+{'' if args.worker_pool == 'prefork' else ' --worker-pool ' + args.worker_pool}`
 
 Machine: {os.cpu_count()} CPUs (nproc), {mem_gb:.0f} GiB RAM, {platform.machine()}, Python {platform.python_version()};
 shared with other work: load average {r['load_before']} before, {r['load_after']} after. Everything below ran on
 this one machine: PostgreSQL, a Redis started by the bench, TorchServe (one worker holding the 3-member
 ensemble), gunicorn ({args.web_workers} {'sync workers' if args.web_threads <= 1 else f'gthread workers x {args.web_threads} threads'}, DEBUG=false), one Celery worker (concurrency
-{args.worker_concurrency}), and locust itself. Models: {encoder}, 3 members, task `{args.task}`.
+{args.worker_concurrency}, {args.worker_pool} pool), and locust itself. Models: {encoder}, 3 members, task `{args.task}`.
 
 Batched-forward limit of the same ensemble (TorchServe backend `predict`, 3 members, batches of
 {r['forward_limit']['batch']}, no explanation), same run: **{limit} examples/s** before the load phases,
@@ -508,8 +510,8 @@ of the one before.
 Where the CPU went in each phase (CPU seconds, user + system, of each part and its child processes; the
 machine has {os.cpu_count()} cores, so a phase of W wall seconds has at most {os.cpu_count()} x W to give; "machine"
 is the whole machine's busy time from /proc/stat, "all" the sum of the parts (PostgreSQL backends that exited
-during the phase are missing from it); "ms per verdict" counts every part but locust and the machine, the
-validators' requests included):
+during the phase are counted through the postmaster's reaped-children time); "ms per verdict" counts every part
+but locust and the machine, the validators' requests included):
 
 | think | wall s | {' | '.join(parts)} | all | CPU ms per verdict (platform) |
 |---|---|{'---|' * len(parts)}---|---|
@@ -533,6 +535,8 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=3)
     parser.add_argument("--web-threads", type=int, default=1, help="> 1: gunicorn gthread workers with this many threads")
     parser.add_argument("--worker-concurrency", type=int, default=2)
+    parser.add_argument("--worker-pool", choices=["prefork", "threads"], default="prefork",
+                        help="the scoring worker's Celery pool (WORKER_POOL of serve_prod.sh)")
     parser.add_argument("--forward-seconds", type=float, default=10)
     parser.add_argument("--tiny", action="store_true", help="a tiny random encoder instead of the real one")
     parser.add_argument("--maps", choices=["on", "off"], default="on",
