@@ -5,8 +5,9 @@ Budgets, counted as the database round trips of the web request alone, with a to
 API client sends it, after the caller's first request (which fills the cache). Scoring is a job: the worker's
 queries are not the web tier's, so the job is left queued here. Transaction control (BEGIN, COMMIT, savepoints)
 is not counted: PostgreSQL's driver sends no BEGIN of its own and SQLite's are local calls.
-- a submission ≤ 6: the context, the duplicate check (the writer's linked accounts, their recent inputs), the
-  example and its queue row, and the example read back for the verdict;
+- a submission ≤ 6: the replay lookup of its idempotency key (the writer's page sends one), the context, the
+  duplicate check (one indexed lookup of the input's fingerprint among the writer's and their linked accounts'
+  examples), the example and its queue row, and the example read back (5 without a key);
 - a verdict poll ≤ 3 (the example);
 - the next context ≤ 5;
 - the next validation item ≤ 5: the held lease, the candidates, the row locked with the others' leases (and, on
@@ -74,9 +75,11 @@ def writer_token(writer, sentiment):
     return token_client(writer)
 
 
-def submit(client, task, context, text: str):
-    return client.post(f"/api/tasks/{task.slug}/examples/",
-                       sentiment_body(context, input={"text": text}), format="json")
+def submit(client, task, context, text: str, key: str | None = None):
+    body = sentiment_body(context, input={"text": text})
+    if key is not None:
+        body["idempotency_key"] = key
+    return client.post(f"/api/tasks/{task.slug}/examples/", body, format="json")
 
 
 def test_a_writers_requests_stay_within_their_query_budgets(writer_token, sentiment, deploy, quiet_jobs):
@@ -87,10 +90,13 @@ def test_a_writers_requests_stay_within_their_query_budgets(writer_token, sentim
     response, queries = counted(lambda: writer_token.post(f"/api/tasks/{task.slug}/contexts/next/"))
     assert response.status_code == 200
     assert len(queries) <= 5, queries
-    response, queries = counted(lambda: submit(writer_token, task, context, "The soup was cold and late."))
+    # With an idempotency key, as the writer's page sends one: the replay lookup is the sixth query.
+    response, queries = counted(lambda: submit(writer_token, task, context, "The soup was cold and late.", "k-1"))
     assert response.status_code == 202 and response.data["scoring_state"] == "pending"
     assert response.data["round"] == 1 and response.data["context"] == context.payload  # all there, from memory
     assert len(queries) <= 6, queries
+    replay, queries = counted(lambda: submit(writer_token, task, context, "The soup was cold and late.", "k-1"))
+    assert replay.data["id"] == response.data["id"] and len(queries) <= 6, queries  # the first example, no second
     example = response.data["id"]
     response, queries = counted(lambda: writer_token.get(f"/api/examples/{example}/"))
     assert response.status_code == 200 and len(queries) <= 3, queries
