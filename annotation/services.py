@@ -211,7 +211,7 @@ def ask_assistant(user, task: Task, context_id: Any, target: Any, round_number: 
 def _by_key(user, task: Task, key: str) -> Example | None:
     """The writer's first example under this key on this task. Every keyed submission asks, and almost every
     answer is "none": the probe reads the key's primary key alone (a full model select costs ≈ 5× more to compile,
-    docs/benchmarks/load.md, run N); a replay then reads the example with what its response shows."""
+    docs/benchmarks/load.md, run O); a replay then reads the example with what its response shows."""
     pk = (Example.objects.filter(author=user, round__task=task, idempotency_key=key)
           .order_by("pk").values_list("pk", flat=True).first())
     if pk is None:

@@ -454,6 +454,16 @@ def run(workdir: Path, args) -> dict:
     return results
 
 
+PLATFORM_PARTS = ("web", "worker", "torchserve", "postgres", "redis")  # issue 27's "platform"; the explainer apart
+
+
+def platform_ms_per_verdict(phase: dict) -> float | None:
+    cpu = phase.get("cpu_s")
+    if not cpu or not phase["verdicts"]:
+        return None
+    return 1000 * sum(cpu.get(k, 0) for k in PLATFORM_PARTS) / phase["verdicts"]
+
+
 def report(r: dict, args) -> str:
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     limit = r["forward_limit"]["examples_per_s"]
@@ -464,12 +474,10 @@ def report(r: dict, args) -> str:
         f"{p.get('maps_ready', 0)} / {p.get('maps_unavailable', 0)} / {p.get('maps_superseded', 0)} | "
         f"{p.get('submit_to_verdict_p95_after_15s_ms')} |" for p in r["phases"])
     verdicts = []
-    platform_parts = ("web", "worker", "torchserve", "postgres", "redis")
     for p in r["phases"]:
         p95 = p["submit_to_verdict_p95_ms"]
         ratio = p["submissions_per_s"] / limit if limit else 0
-        cpu = p.get("cpu_s") or {}
-        per_verdict = (1000 * sum(cpu.get(k, 0) for k in platform_parts) / p["verdicts"]) if p["verdicts"] and cpu else None
+        per_verdict = platform_ms_per_verdict(p)
         verdicts.append(
             f"- think {p['think_s']:g} s: p95 submit->verdict {p95} ms ({'met' if p95 is not None and p95 < 1000 else 'NOT met'}"
             f" for < 1 s); platform CPU per verdict "
@@ -482,8 +490,8 @@ def report(r: dict, args) -> str:
         f"| {p['think_s']:g} s | {p.get('wall_s', '')} | "
         + " | ".join(f"{p['cpu_s'].get(k, 0):.1f}" for k in parts)
         + f" | {sum(v for k, v in p['cpu_s'].items() if k != 'machine'):.1f} | "
-        + (f"{1000 * sum(p['cpu_s'].get(k, 0) for k in parts if k not in ('locust', 'machine')) / p['verdicts']:.0f}"
-           if p["verdicts"] else "-")
+        + (f"{platform_ms_per_verdict(p):.1f}" if p["verdicts"] else "-")
+        + (f" | {1000 * p['cpu_s'].get('explainer', 0) / p['verdicts']:.1f}" if p["verdicts"] else " | -")
         + " |" for p in r["phases"] if p.get("cpu_s"))
     encoder = ("tiny random encoder (--tiny)" if args.tiny else
                f"real encoder all-MiniLM-L6-v2, top {TOP_LAYERS} blocks + head different per member (as the cached-top "
@@ -524,11 +532,12 @@ of the one before.
 Where the CPU went in each phase (CPU seconds, user + system, of each part and its child processes; the
 machine has {os.cpu_count()} cores, so a phase of W wall seconds has at most {os.cpu_count()} x W to give; "machine"
 is the whole machine's busy time from /proc/stat, "all" the sum of the parts (PostgreSQL backends that exited
-during the phase are counted through the postmaster's reaped-children time); "ms per verdict" counts every part
-but locust and the machine, the validators' requests included):
+during the phase are counted through the postmaster's reaped-children time); "platform" per verdict is web +
+worker + TorchServe + PostgreSQL + Redis, the validators' requests included, and the word maps' explainer is
+given apart):
 
-| think | wall s | {' | '.join(parts)} | all | CPU ms per verdict (platform) |
-|---|---|{'---|' * len(parts)}---|---|
+| think | wall s | {' | '.join(parts)} | all | platform CPU ms per verdict | explainer CPU ms per verdict |
+|---|---|{'---|' * len(parts)}---|---|---|
 {cpu_rows}
 
 Goals (issue 27): p95 submit->verdict < 1 s (20 annotators in a closed loop; 50 thinking 3 s); platform CPU per
@@ -554,7 +563,7 @@ def main() -> None:
     parser.add_argument("--forward-seconds", type=float, default=10)
     parser.add_argument("--seed-examples", type=int, default=5000,
                         help="scored examples in the validators' queue before the load (a running collection's queue; "
-                             "runs before N had 200)")
+                             "runs before O had 200)")
     parser.add_argument("--tiny", action="store_true", help="a tiny random encoder instead of the real one")
     parser.add_argument("--maps", choices=["on", "off"], default="on",
                         help="off: submissions ask for no word map and nobody polls for one (no explainer started)")
