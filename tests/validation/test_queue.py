@@ -194,6 +194,15 @@ def test_sync_queue_repairs_missing_and_stale_rows(task, open_round):
     assert QueueItem.objects.get(pk=example.pk).open
 
 
+def test_a_vote_on_an_example_without_its_queue_row_counts_and_gives_it_one(task, open_round, make_validator):
+    set_validation(task, quorum=2)
+    example = ExampleFactory(round=open_round)
+    QueueItem.objects.filter(pk=example.pk).delete()  # written before the queue kept rows
+    services.submit_vote(make_validator("first"), example, "correct")
+    item = QueueItem.objects.get(pk=example.pk)
+    assert (item.open, item.votes, item.needed) == (True, 1, 1)
+
+
 @pytest.mark.parametrize("quorum", [1, 2])
 def test_decided_example_leaves_the_queue(task, open_round, make_validator, quorum):
     set_validation(task, quorum=quorum)
