@@ -1,7 +1,7 @@
 """Load test of the production path: N annotators and M validators (locust, headless) for a fixed time.
 
-    nice -n 10 .venv/bin/python bench/bench_load.py [--annotators 20] [--validators 4] [--seconds 60]
-        [--think 0 3] [--task sentiment] [--web-workers 3] [--web-threads 1] [--worker-concurrency 2] [--tiny]
+    nice -n 10 .venv/bin/python bench/bench_load.py [--annotators 20] [--validators 4] [--writers-alone on|off]
+        [--seconds 60] [--think 0 3] [--task sentiment] [--web-workers 3] [--web-threads 1] [--worker-concurrency 2] [--tiny]
         [--out FILE]
 
 Starts everything it needs itself, on free ports, and stops it at the end (works on a bare checkout):
@@ -20,7 +20,11 @@ Then, in the same run:
      3 members on batches of 32 (no explanation), for `--forward-seconds`;
   2. one locust phase per `--think` value (seconds between two actions of a user; 0 = closed loop): the
      users of bench/load/locustfile.py for `--seconds` each (with thinking, each user's first action comes at a
-     random moment within the first think time; a closed loop starts all at once).
+     random moment within the first think time; a closed loop starts all at once); with `--writers-alone on`
+     (the default) each is followed by the same phase without the validators: the writer's path alone, every
+     tier counted, and from the pair what each validator request cost. The validators do not pause, so how often
+     they vote swings from run to run with how fast the queue answers, and so does a platform figure per verdict
+     that carries their requests (issue 27, runs O and P).
 Reports submissions/s (verdicts received), validations/s (votes saved), p50/p95 of submit->verdict and of
 validation/next, errors; writes var/bench/load.md (or --out: docs/benchmarks/load.md is curated by hand from these reports, so the
 bench never overwrites it); exits non-zero when a part fails.
@@ -297,15 +301,18 @@ def purge_map_backlog(redis_port: int, settle_s: float = 3.0) -> int:
 
 
 def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_file: Path,
-               cpu=dict) -> dict:
-    samples = workdir / f"samples-think{think:g}.json"
+               cpu=dict, validators: int | None = None) -> dict:
+    """One phase: the annotators, and `validators` validators (default `--validators`; 0: the writers alone)."""
+    validators = args.validators if validators is None else validators
+    name = f"think{think:g}-v{validators}"
+    samples = workdir / f"samples-{name}.json"
     phase_env = {**env, "LOAD_USERS": str(users_file), "LOAD_SAMPLES": str(samples), "LOAD_THINK_S": str(think),
-                 "LOAD_ANNOTATORS": str(args.annotators), "LOAD_VALIDATORS": str(args.validators),
+                 "LOAD_ANNOTATORS": str(args.annotators), "LOAD_VALIDATORS": str(validators),
                  "LOAD_MAPS": args.maps, "LOAD_FLOW": args.flow}
-    users = args.annotators + args.validators
+    users = args.annotators + validators
     command = [str(BIN / "locust"), "-f", str(ROOT / "bench" / "load" / "locustfile.py"), "--headless",
                "-u", str(users), "-r", str(users), "-t", f"{int(args.seconds)}s", "--host", host,
-               "--stop-timeout", "10", "--only-summary", "--csv", str(workdir / f"locust-think{think:g}"),
+               "--stop-timeout", "10", "--only-summary", "--csv", str(workdir / f"locust-{name}"),
                "--exit-code-on-error", "0"]
     import resource
 
@@ -317,7 +324,7 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
     cpu_used = cpu_delta(cpu_before, cpu_after) if cpu_after else {}
     cpu_used["locust"] = round(children_after.ru_utime + children_after.ru_stime
                                - children_before.ru_utime - children_before.ru_stime, 1)
-    (workdir / "logs" / f"locust-think{think:g}.log").write_text(result.stdout + result.stderr)
+    (workdir / "logs" / f"locust-{name}.log").write_text(result.stdout + result.stderr)
     if result.returncode != 0 or not samples.is_file():
         raise RuntimeError(f"locust failed ({result.returncode}): {result.stderr[-1500:]}")
     data = json.loads(samples.read_text())
@@ -326,7 +333,7 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
     lat, nxt = data["submit_to_verdict_ms"], data["next_item_ms"]
     ready = [m["ms"] for m in data.get("maps", []) if m["state"] == "ready"]
     return {
-        "think_s": think, "seconds": args.seconds, "verdicts": len(verdicts),
+        "think_s": think, "validators": validators, "seconds": args.seconds, "verdicts": len(verdicts),
         "pending_at_end": sum(1 for v in verdicts if v["state"] == "pending"),
         "submissions_per_s": round(len(verdicts) / duration, 2), "validations_per_s": round(len(votes) / duration, 2),
         "submit_to_verdict_p50_ms": _r(pct(lat, 0.5)), "submit_to_verdict_p95_ms": _r(pct(lat, 0.95)),
@@ -336,7 +343,7 @@ def run_locust(workdir: Path, env: dict, host: str, args, think: float, users_fi
         "maps_superseded": sum(1 for m in data.get("maps", []) if m["state"] == "superseded"),
         "submit_to_map_p50_ms": _r(pct(ready, 0.5)), "submit_to_map_p95_ms": _r(pct(ready, 0.95)),
         "cpu_s": cpu_used, "wall_s": round(time.time() - started, 1),
-        "requests": http_requests(workdir / f"locust-think{think:g}_stats.csv"),
+        "requests": http_requests(workdir / f"locust-{name}_stats.csv"),
         # The same p95 leaving out verdicts that arrived in the phase's first 15 s (users starting up).
         "submit_to_verdict_p95_after_15s_ms": _r(pct([v["ms"] for v in verdicts if "ms" in v and v["t"] - started > 15],
                                                      0.95)),
@@ -430,13 +437,18 @@ def run(workdir: Path, args) -> dict:
                 time.sleep(3)  # the Celery worker connects
                 stack.check_alive()
                 results["phases"] = []
+                # Each think time with the validators, then (--writers-alone) without them: the second phase is
+                # the writer's path alone, every tier counted; the pair gives the validators' requests their cost.
+                crews = [args.validators] + ([0] if args.writers_alone == "on" and args.validators else [])
                 for think in args.think:
-                    results["maps_purged"] = results.get("maps_purged", 0) + purge_map_backlog(redis_port)
-                    phase = run_locust(workdir, env, host, args, think, users_file,
-                                       cpu=lambda: component_cpu(stack, workdir / "torchserve"))
-                    stack.check_alive()
-                    print(f"think {think:g} s: {phase}", flush=True)
-                    results["phases"].append(phase)
+                    for validators in crews:
+                        results["maps_purged"] = results.get("maps_purged", 0) + purge_map_backlog(redis_port)
+                        phase = run_locust(workdir, env, host, args, think, users_file,
+                                           cpu=lambda: component_cpu(stack, workdir / "torchserve"),
+                                           validators=validators)
+                        stack.check_alive()
+                        print(f"think {think:g} s, {validators} validators: {phase}", flush=True)
+                        results["phases"].append(phase)
                 results["forward_limit_after"] = forward_limit(versions, args.forward_seconds)
             finally:
                 stack.stop("web")
@@ -464,11 +476,42 @@ def platform_ms_per_verdict(phase: dict) -> float | None:
     return 1000 * sum(cpu.get(k, 0) for k in PLATFORM_PARTS) / phase["verdicts"]
 
 
+def crew(phase: dict, args) -> int:
+    """The validators of a phase (reports written before --writers-alone had the same number in every phase)."""
+    return phase.get("validators", args.validators)
+
+
+def validator_requests(phase: dict) -> int:
+    return sum(n for name, n in phase.get("requests", {}).items() if name.startswith("validat"))
+
+
+def split_costs(phases: list[dict], args) -> str:
+    """Per think time, from the phase with the validators and the one without them (same run): the writer's path
+    per submission, and what each validator request (next item or vote) cost on top."""
+    lines = []
+    for think in dict.fromkeys(p["think_s"] for p in phases):
+        mixed = next((p for p in phases if p["think_s"] == think and crew(p, args)), None)
+        alone = next((p for p in phases if p["think_s"] == think and not crew(p, args)), None)
+        if mixed is None or alone is None or not alone["verdicts"] or not validator_requests(mixed):
+            continue
+        writer = platform_ms_per_verdict(alone)
+        mixed_ms = platform_ms_per_verdict(mixed) * mixed["verdicts"]
+        each = (mixed_ms - writer * mixed["verdicts"]) / validator_requests(mixed)
+        lines.append(f"- think {think:g} s: the writer's path {writer:.1f} ms of platform CPU per submission (writers "
+                     f"alone); each validator request (next item or vote) {each:.1f} ms on top "
+                     f"({validator_requests(mixed)} requests beside {mixed['verdicts']} verdicts in the phase with "
+                     f"validators)")
+    if not lines:
+        return ""
+    return ("\nThe writer's path and the validators' requests apart (the phase without validators gives the first; "
+            "the rest of the phase with them, per validator request, the second):\n" + "\n".join(lines) + "\n")
+
+
 def report(r: dict, args) -> str:
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     limit = r["forward_limit"]["examples_per_s"]
     rows = "\n".join(
-        f"| {p['think_s']:g} s | {p['submissions_per_s']} | {p['validations_per_s']} | {p['submit_to_verdict_p50_ms']} | "
+        f"| {p['think_s']:g} s | {crew(p, args)} | {p['submissions_per_s']} | {p['validations_per_s']} | {p['submit_to_verdict_p50_ms']} | "
         f"{p['submit_to_verdict_p95_ms']} | {p['next_item_p50_ms']} | {p['next_item_p95_ms']} | {p['verdicts']} | "
         f"{p['errors']} | {p.get('submit_to_map_p50_ms')} | {p.get('submit_to_map_p95_ms')} | "
         f"{p.get('maps_ready', 0)} / {p.get('maps_unavailable', 0)} / {p.get('maps_superseded', 0)} | "
@@ -478,16 +521,17 @@ def report(r: dict, args) -> str:
         p95 = p["submit_to_verdict_p95_ms"]
         ratio = p["submissions_per_s"] / limit if limit else 0
         per_verdict = platform_ms_per_verdict(p)
+        counted = "the writer's path alone" if not crew(p, args) else "the validators' requests included"
         verdicts.append(
-            f"- think {p['think_s']:g} s: p95 submit->verdict {p95} ms ({'met' if p95 is not None and p95 < 1000 else 'NOT met'}"
-            f" for < 1 s); platform CPU per verdict "
+            f"- think {p['think_s']:g} s, {crew(p, args)} validators: p95 submit->verdict {p95} ms ({'met' if p95 is not None and p95 < 1000 else 'NOT met'}"
+            f" for < 1 s); platform CPU per verdict ({counted}) "
             + (f"{per_verdict:.1f} ms ({'met' if per_verdict <= 40 else 'NOT met'} for <= 40 ms"
                f"{', a closed-loop goal' if p['think_s'] else ''}{'' if args.maps == 'off' else '; maps on, the explainer not counted'})"
                if per_verdict is not None else "not measured (NOT met)")
             + f"; {p['submissions_per_s']} submissions/s = {ratio:.2f} x the forward limit")
     parts = ["web", "worker", "explainer", "torchserve", "postgres", "redis", "locust", "machine"]
     cpu_rows = "\n".join(
-        f"| {p['think_s']:g} s | {p.get('wall_s', '')} | "
+        f"| {p['think_s']:g} s | {crew(p, args)} | {p.get('wall_s', '')} | "
         + " | ".join(f"{p['cpu_s'].get(k, 0):.1f}" for k in parts)
         + f" | {sum(v for k, v in p['cpu_s'].items() if k != 'machine'):.1f} | "
         + (f"{platform_ms_per_verdict(p):.1f}" if p["verdicts"] else "-")
@@ -501,6 +545,7 @@ def report(r: dict, args) -> str:
 Command: `nice -n 10 .venv/bin/python bench/bench_load.py --annotators {args.annotators} --validators {args.validators} \
 --seconds {args.seconds:g} --think {' '.join(f'{t:g}' for t in args.think)} --web-workers {args.web_workers} \
 --web-threads {args.web_threads} --worker-concurrency {args.worker_concurrency}{' --tiny' if args.tiny else ''}\
+{'' if args.writers_alone == 'on' else ' --writers-alone off'}\
 {'' if args.worker_pool == 'prefork' else ' --worker-pool ' + args.worker_pool}`
 
 Machine: {os.cpu_count()} CPUs (nproc), {mem_gb:.0f} GiB RAM, {platform.machine()}, Python {platform.python_version()};
@@ -514,11 +559,11 @@ Batched-forward limit of the same ensemble (TorchServe backend `predict`, 3 memb
 {r['forward_limit_after']['examples_per_s']} after.
 
 Each phase: {args.annotators} annotators (submit, then wait for the verdict as the create page does) and
-{args.validators} validators (lease the next item, vote) for {args.seconds:g} s; "think" is the pause between two
+{args.validators} validators (lease the next item, vote) for {args.seconds:g} s{', then the same without the validators (the writers alone)' if args.writers_alone == 'on' and args.validators else ''}; "think" is the pause between two
 actions of one user (0 = closed loop: each user acts again as soon as it has its answer).
 
-| think | submissions/s | validations/s | submit->verdict p50 ms | p95 ms | validation/next p50 ms | p95 ms | verdicts | errors | submit->map p50 ms | p95 ms | maps ready / unavailable / superseded | submit->verdict p95 ms after the first 15 s |
-|---|---|---|---|---|---|---|---|---|---|---|---|---|
+| think | validators | submissions/s | validations/s | submit->verdict p50 ms | p95 ms | validation/next p50 ms | p95 ms | verdicts | errors | submit->map p50 ms | p95 ms | maps ready / unavailable / superseded | submit->verdict p95 ms after the first 15 s |
+|---|---|---|---|---|---|---|---|---|---|---|---|---|---|
 {rows}
 
 The verdict is the ensemble's forward pass; its word map (word occlusion over the 3 members) follows in a job on a
@@ -536,12 +581,15 @@ during the phase are counted through the postmaster's reaped-children time); "pl
 worker + TorchServe + PostgreSQL + Redis, the validators' requests included, and the word maps' explainer is
 given apart):
 
-| think | wall s | {' | '.join(parts)} | all | platform CPU ms per verdict | explainer CPU ms per verdict |
-|---|---|{'---|' * len(parts)}---|---|---|
+| think | validators | wall s | {' | '.join(parts)} | all | platform CPU ms per verdict | explainer CPU ms per verdict |
+|---|---|---|{'---|' * len(parts)}---|---|---|
 {cpu_rows}
+{split_costs(r['phases'], args)}
 
 Goals (issue 27): p95 submit->verdict < 1 s (20 annotators in a closed loop; 50 thinking 3 s); platform CPU per
-verdict (web + worker + TorchServe + PostgreSQL + Redis) <= 40 ms in a closed loop with maps off.
+verdict (web + worker + TorchServe + PostgreSQL + Redis) <= 40 ms in a closed loop with maps off. With the
+validators, the figure moves with how often they voted (they do not pause, so they vote as fast as the queue
+answers); without them it is the writer's path alone.
 {chr(10).join(verdicts)}
 
 Raw figures: `{json.dumps(r['phases'])}`
@@ -552,6 +600,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--annotators", type=int, default=20)
     parser.add_argument("--validators", type=int, default=4)
+    parser.add_argument("--writers-alone", choices=["on", "off"], default="on",
+                        help="after each phase with validators, the same phase without them (the writer's path alone, "
+                             "and the validators' requests' cost from the pair)")
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--think", type=float, nargs="+", default=[0.0], help="pause between actions, one phase each")
     parser.add_argument("--task", default="sentiment", help="a demo task (classification)")
