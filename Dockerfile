@@ -20,4 +20,4 @@ RUN SECRET_KEY=collectstatic-only DEBUG=false WHITENOISE_USE_FINDERS=false pytho
 USER app
 EXPOSE 8000
 # Migrations run once, in the compose service `migrate`, before web starts; this is the web process.
-CMD ["sh", "-c", "exec gunicorn dynabench_site.wsgi -b 0.0.0.0:8000 -w ${WEB_CONCURRENCY:-3} --threads ${WEB_THREADS:-4} --timeout 60 --graceful-timeout 30 --limit-request-line 8190 --access-logfile - --forwarded-allow-ips '*'"]
+CMD ["sh", "-c", "exec gunicorn dynabench_site.wsgi -b 0.0.0.0:8000 -w ${WEB_CONCURRENCY:-3} --threads ${WEB_THREADS:-8} --timeout 60 --graceful-timeout 30 --limit-request-line 8190 --access-logfile - --forwarded-allow-ips '*'"]

@@ -1,13 +1,13 @@
 """Load test of the production path: N annotators and M validators (locust, headless) for a fixed time.
 
     nice -n 10 .venv/bin/python bench/bench_load.py [--annotators 20] [--validators 4] [--writers-alone on|off]
-        [--seconds 60] [--think 0 3] [--task sentiment] [--web-workers 3] [--web-threads 1] [--worker-concurrency 2] [--tiny]
+        [--seconds 60] [--think 0 3] [--task sentiment] [--web-workers 3] [--web-threads 8] [--worker-concurrency 2] [--tiny]
         [--out FILE]
 
 Starts everything it needs itself, on free ports, and stops it at the end (works on a bare checkout):
 PostgreSQL database `h_serving_load` (dropped and re-created on BENCH_PG_URL, default the local server), its own
 redis-server (Celery broker and CACHE_URL, as compose has them), TorchServe (under /tmp/torchserve.lock),
-gunicorn (`--web-workers` sync workers, DEBUG=false) and one Celery worker (`--worker-concurrency`), as
+gunicorn (`--web-workers` processes of `--web-threads` threads, DEBUG=false) and one Celery worker (`--worker-concurrency`), as
 scripts/serve_prod.sh does. The demo tasks are loaded (`manage.py load_demo`); the task's round gets a
 3-member ensemble of the real encoder (all-MiniLM-L6-v2 with a fresh head: the compute and memory of the
 demo's fine-tuned members; `--tiny` for a tiny random encoder), registered eagerly (`deploy_ensemble`, then
@@ -607,7 +607,8 @@ def main() -> None:
     parser.add_argument("--think", type=float, nargs="+", default=[0.0], help="pause between actions, one phase each")
     parser.add_argument("--task", default="sentiment", help="a demo task (classification)")
     parser.add_argument("--web-workers", type=int, default=3)
-    parser.add_argument("--web-threads", type=int, default=1, help="> 1: gunicorn gthread workers with this many threads")
+    parser.add_argument("--web-threads", type=int, default=8,
+                        help="> 1: gunicorn gthread workers with this many threads (serve_prod.sh: WEB_THREADS, 8); 1: sync workers")
     parser.add_argument("--worker-concurrency", type=int, default=2)
     parser.add_argument("--worker-pool", choices=["prefork", "threads"], default="prefork",
                         help="the scoring worker's Celery pool (serve_prod.sh and compose use prefork)")

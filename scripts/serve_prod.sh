@@ -14,7 +14,7 @@
 # process group, so stopping it stops its children (gunicorn's and Celery's pool processes, TorchServe's Java).
 #
 # Variables (defaults): DATABASE_URL (postgres://postgres@127.0.0.1:5432/dynabench_prod, created when missing),
-# PORT (8000; 0 = a free one), REDIS_PORT (a free one; never the shared 6379), WEB_WORKERS (3),
+# PORT (8000; 0 = a free one), REDIS_PORT (a free one; never the shared 6379), WEB_WORKERS (3), WEB_THREADS (8),
 # WORKER_CONCURRENCY (2), SECRET_KEY (generated once into PROD_DIR), ALLOWED_HOSTS (127.0.0.1,localhost),
 # MODEL_STORE (PROD_DIR/models), DEMO=1 (load the demo tasks; demo models come from `manage.py demo_models`).
 set -euo pipefail
@@ -179,7 +179,7 @@ register_models() {
 
 start_web() {
   # Threads: a submission waits up to VERDICT_WAIT_MS for its verdict; during an outage others must not queue.
-  launch web "$BIN/gunicorn" dynabench_site.wsgi -b "127.0.0.1:$WEB_PORT" -w "$WEB_WORKERS" --threads "${WEB_THREADS:-4}" --timeout 60 \
+  launch web "$BIN/gunicorn" dynabench_site.wsgi -b "127.0.0.1:$WEB_PORT" -w "$WEB_WORKERS" --threads "${WEB_THREADS:-8}" --timeout 60 \
     --graceful-timeout 20 --access-logfile - --capture-output
   wait_until 60 "gunicorn on $WEB_PORT" web_up
 }
