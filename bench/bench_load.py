@@ -476,22 +476,17 @@ def platform_ms_per_verdict(phase: dict) -> float | None:
     return 1000 * sum(cpu.get(k, 0) for k in PLATFORM_PARTS) / phase["verdicts"]
 
 
-def crew(phase: dict, args) -> int:
-    """The validators of a phase (reports written before --writers-alone had the same number in every phase)."""
-    return phase.get("validators", args.validators)
-
-
 def validator_requests(phase: dict) -> int:
     return sum(n for name, n in phase.get("requests", {}).items() if name.startswith("validat"))
 
 
-def split_costs(phases: list[dict], args) -> str:
+def split_costs(phases: list[dict]) -> str:
     """Per think time, from the phase with the validators and the one without them (same run): the writer's path
     per submission, and what each validator request (next item or vote) cost on top."""
     lines = []
     for think in dict.fromkeys(p["think_s"] for p in phases):
-        mixed = next((p for p in phases if p["think_s"] == think and crew(p, args)), None)
-        alone = next((p for p in phases if p["think_s"] == think and not crew(p, args)), None)
+        mixed = next((p for p in phases if p["think_s"] == think and p["validators"]), None)
+        alone = next((p for p in phases if p["think_s"] == think and not p["validators"]), None)
         if mixed is None or alone is None or not alone["verdicts"] or not validator_requests(mixed):
             continue
         writer = platform_ms_per_verdict(alone)
@@ -511,7 +506,7 @@ def report(r: dict, args) -> str:
     mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     limit = r["forward_limit"]["examples_per_s"]
     rows = "\n".join(
-        f"| {p['think_s']:g} s | {crew(p, args)} | {p['submissions_per_s']} | {p['validations_per_s']} | {p['submit_to_verdict_p50_ms']} | "
+        f"| {p['think_s']:g} s | {p['validators']} | {p['submissions_per_s']} | {p['validations_per_s']} | {p['submit_to_verdict_p50_ms']} | "
         f"{p['submit_to_verdict_p95_ms']} | {p['next_item_p50_ms']} | {p['next_item_p95_ms']} | {p['verdicts']} | "
         f"{p['errors']} | {p.get('submit_to_map_p50_ms')} | {p.get('submit_to_map_p95_ms')} | "
         f"{p.get('maps_ready', 0)} / {p.get('maps_unavailable', 0)} / {p.get('maps_superseded', 0)} | "
@@ -521,9 +516,9 @@ def report(r: dict, args) -> str:
         p95 = p["submit_to_verdict_p95_ms"]
         ratio = p["submissions_per_s"] / limit if limit else 0
         per_verdict = platform_ms_per_verdict(p)
-        counted = "the writer's path alone" if not crew(p, args) else "the validators' requests included"
+        counted = "the writer's path alone" if not p["validators"] else "the validators' requests included"
         verdicts.append(
-            f"- think {p['think_s']:g} s, {crew(p, args)} validators: p95 submit->verdict {p95} ms ({'met' if p95 is not None and p95 < 1000 else 'NOT met'}"
+            f"- think {p['think_s']:g} s, {p['validators']} validators: p95 submit->verdict {p95} ms ({'met' if p95 is not None and p95 < 1000 else 'NOT met'}"
             f" for < 1 s); platform CPU per verdict ({counted}) "
             + (f"{per_verdict:.1f} ms ({'met' if per_verdict <= 40 else 'NOT met'} for <= 40 ms"
                f"{', a closed-loop goal' if p['think_s'] else ''}{'' if args.maps == 'off' else '; maps on, the explainer not counted'})"
@@ -531,7 +526,7 @@ def report(r: dict, args) -> str:
             + f"; {p['submissions_per_s']} submissions/s = {ratio:.2f} x the forward limit")
     parts = ["web", "worker", "explainer", "torchserve", "postgres", "redis", "locust", "machine"]
     cpu_rows = "\n".join(
-        f"| {p['think_s']:g} s | {crew(p, args)} | {p.get('wall_s', '')} | "
+        f"| {p['think_s']:g} s | {p['validators']} | {p.get('wall_s', '')} | "
         + " | ".join(f"{p['cpu_s'].get(k, 0):.1f}" for k in parts)
         + f" | {sum(v for k, v in p['cpu_s'].items() if k != 'machine'):.1f} | "
         + (f"{platform_ms_per_verdict(p):.1f}" if p["verdicts"] else "-")
@@ -584,7 +579,7 @@ given apart):
 | think | validators | wall s | {' | '.join(parts)} | all | platform CPU ms per verdict | explainer CPU ms per verdict |
 |---|---|---|{'---|' * len(parts)}---|---|---|
 {cpu_rows}
-{split_costs(r['phases'], args)}
+{split_costs(r['phases'])}
 
 Goals (issue 27): p95 submit->verdict < 1 s (20 annotators in a closed loop; 50 thinking 3 s); platform CPU per
 verdict (web + worker + TorchServe + PostgreSQL + Redis) <= 40 ms in a closed loop with maps off. With the

@@ -139,8 +139,9 @@ def candidates(task: Task, user, rule: ValidationSettings, now: datetime, exclud
     """The ids of up to BATCH examples in queue order; stale queue rows met on the way are repaired.
 
     Only the columns the staleness check needs are read: the first candidate is almost always claimed, and
-    `try_claim` reads that one example whole with its locked queue row (the full rows of ten examples with their contexts, rounds and
-    tasks were ≈ 40 % of a `validation/next` request's CPU, issue 27)."""
+    `try_claim` reads that one example whole with its locked queue row, instead of ten examples with their
+    contexts, rounds and tasks here (with the vote's changes, ≈ 8 % less CPU per validator request:
+    docs/benchmarks/load.md, run P)."""
     rows = list(
         open_items(task, rule, for_user=user)
         .exclude(Exists(Validation.objects.filter(example=OuterRef("example"), validator=user)))
