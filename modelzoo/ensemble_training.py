@@ -148,19 +148,84 @@ def _done_message(metrics: dict[str, Any]) -> str:
 
 
 class EnsembleProgress:
-    """Writes the ensemble's progress to every member still training, at most once a second (and at the end)."""
+    """Writes each member's own progress to its row while the recipe trains them (at most once a second, and
+    whenever a member finishes). The recipe encodes the data once for every member, then trains the members one
+    after another (`zoo.recipes.train_ensemble`), so each row says where that member is: sharing the encoding,
+    training (its step and its own running loss), waiting for the member before it, or trained (its steps and final
+    loss) while the others train. A member's share of the work is its slice of the shared encoding plus its own
+    steps, so the mean of the rows' progress (the figure the task page shows) is the ensemble's."""
 
     def __init__(self, versions: Sequence[ModelVersion], echo: Progress | None = None, every_s: float = 1.0):
         self.ids, self.echo, self.every_s, self.last = [v.pk for v in versions], echo, every_s, 0.0
+        n = len(self.ids)
+        self.steps_done, self.planned = [0.0] * n, [0.0] * n
+        self.loss: list[float | None] = [None] * n
+        self.finished: list[dict[str, float] | None] = [None] * n
+        self.encoded, self.batches, self.total, self.current = 0.0, 0.0, 0.0, None
+        self.written: list[tuple[float, str] | None] = [None] * n
 
     def __call__(self, done: int, total: int, stats: dict[str, float]) -> None:
         if self.echo:
             self.echo(done, total, stats)
+        self.total = float(total)
+        finished_now = self._read(done, stats)
         now = time.monotonic()
-        if done >= total or now - self.last >= self.every_s:
+        if finished_now or done >= total or now - self.last >= self.every_s:
             self.last = now
-            member = stats.get("member")
-            what = f"member {int(member) + 1}/{len(self.ids)}" if member is not None else "encoding the data once"
-            loss = f", loss {stats['loss']:.3f}" if "loss" in stats else ""
-            ModelVersion.objects.filter(pk__in=self.ids, status=Status.TRAINING).update(
-                progress=round(min(done / max(total, 1), 0.999), 4), progress_message=f"{what}{loss}"[:200])
+            self._write()
+
+    def _read(self, done: int, stats: dict[str, float]) -> bool:
+        member = stats.get("member")
+        if member is None:  # encoding the data once, for every member
+            self.encoded, self.batches = float(done), float(stats.get("batches", self.batches or done))
+            return False
+        i = int(member)
+        if not 0 <= i < len(self.ids):
+            return False
+        self.current = i
+        self.planned[i] = float(stats.get("steps", self.planned[i]))
+        self.steps_done[i] = float(stats.get("step", self.steps_done[i]))
+        self.loss[i] = stats.get("loss", self.loss[i])
+        if stats.get("finished"):
+            self.finished[i] = {"steps": self.steps_done[i], "planned": self.planned[i], "loss": self.loss[i]}
+            return True
+        return False
+
+    def planned_steps(self, i: int) -> float:
+        """A member's planned steps: what the recipe said, or before it starts the same share as every member's
+        (the recipe plans as many steps for each)."""
+        return self.planned[i] or max((self.total - self.batches) / max(len(self.ids), 1), 0.0)
+
+    def progress(self, i: int) -> float:
+        n = len(self.ids)
+        if self.finished[i] is not None:
+            return 1.0
+        share = self.batches / n + self.planned_steps(i)
+        if share <= 0:
+            return 0.0
+        return round(min((self.encoded / n + self.steps_done[i]) / share, 0.999), 4)
+
+    def message(self, i: int) -> str:
+        n, current = len(self.ids), self.current
+        who = f"member {i + 1}/{n}"
+        if self.finished[i] is not None:
+            f = self.finished[i]
+            early = f", stopped early at {int(f['steps'])} of {int(f['planned'])} steps" if f["steps"] < f["planned"] \
+                else f", {int(f['steps'])} steps"
+            rest = f"; waiting for member {current + 2}/{n}" if current is not None and current + 1 < n else ""
+            loss = f", loss {f['loss']:.3f}" if f["loss"] is not None else ""
+            return f"{who}: trained{early}{loss}{rest}"
+        if current is None:
+            return f"{who}: encoding the data once for all {n} members ({int(self.encoded)}/{int(self.batches)} batches)"
+        if i == current:
+            loss = f", loss {self.loss[i]:.3f}" if self.loss[i] is not None else ""
+            return f"{who}: training, step {int(self.steps_done[i])}/{int(self.planned_steps(i))}{loss}"
+        return f"{who}: waiting (the members train one after another; member {current + 1}/{n} is training)"
+
+    def _write(self) -> None:
+        for i, pk in enumerate(self.ids):
+            row = (self.progress(i), self.message(i)[:200])
+            if row != self.written[i]:
+                ModelVersion.objects.filter(pk=pk, status=Status.TRAINING).update(progress=row[0],
+                                                                                 progress_message=row[1])
+                self.written[i] = row

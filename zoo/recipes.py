@@ -288,8 +288,8 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
 
     def tick(stats: dict[str, float] | None = None) -> None:
         done[0] += 1
-        if progress:
-            progress(min(done[0], total), total, stats or {"phase": 0.0})
+        if progress:  # encoding: {"phase": 0, "batches"}; a member's update: {"member", "step", "steps", "loss"}
+            progress(min(done[0], total), total, stats or {"phase": 0.0, "batches": float(cache_batches)})
 
     t0 = time.perf_counter()
     train_cache = encode_lower(base, tokenizer, train_features, head.target_keys, frozen, tick=tick)
@@ -311,8 +311,9 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
         save_artifact(model, tokenizer, spec.train_spec(seed), metrics, Path(out_dir), meta)
         results.append(metrics)
         done[0] = cache_batches + steps * (index + 1)  # a member that stopped early skips its remaining steps
-        if progress:
-            progress(done[0], total, {"member": float(index), "loss": metrics["train_loss"]})
+        if progress:  # this member is finished: its own final loss and the steps it took
+            progress(done[0], total, {"member": float(index), "loss": metrics["train_loss"], "finished": 1.0,
+                                      "step": float(metrics["steps"]), "steps": float(steps)})
     for m in results:
         m["ensemble_seconds"] = round(time.perf_counter() - started, 2)
     return results
@@ -346,7 +347,7 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
             optimizer.step(), scheduler.step(), optimizer.zero_grad()
             step += 1
             recent = (recent + [loss.item()])[-50:]
-            tick({"member": float(index), "loss": sum(recent) / len(recent)})
+            tick({"member": float(index), "loss": sum(recent) / len(recent), "step": float(step), "steps": float(steps)})
             if dev is not None and (step % eval_every == 0 or step == steps):
                 with precision.autocast(training_dtype(spec)):
                     dev_loss, dev_error = _dev_loss(model, dev, 64)
