@@ -11,6 +11,12 @@ class ModelzooConfig(AppConfig):
         # A newly deployed ensemble is registered on TorchServe at once (when TorchServe is the backend).
         ensemble_deployed.connect(on_ensemble_deployed, dispatch_uid="modelzoo-register-deployed-ensemble")
 
+        # A process that scores (runserver, a Celery worker) loads and warms the open rounds' ensembles in the
+        # background when it starts and whenever another process deploys one (modelzoo.warmup).
+        from modelzoo import warmup
+
+        warmup.start_if_serving()
+
         from dynabench_site import health
         from modelzoo.health import check_models
 
