@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import unicodedata
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,10 +18,39 @@ if TYPE_CHECKING:
 Key = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
 
+# The Hangul fillers: default-ignorable letters (Lo), which render as nothing. Every other default-ignorable code
+# point (Unicode's Default_Ignorable_Code_Point: soft hyphen, zero-width space and joiners, word joiner, direction
+# marks, variation selectors, tags) is a format character (Cf), a nonspacing mark (Mn) or unassigned (Cn), which
+# `_read` drops by category.
+IGNORABLE_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+DROPPED = frozenset("\ufffd")  # the replacement character: the tokenizer drops it too
+WHITESPACE_CONTROLS = frozenset("\t\n\r")
+
+
+@lru_cache(maxsize=4096)
+def _read(ch: str) -> str:
+    """One character (of the decomposed, case-folded text) as the encoder's tokenizer reads it: "" when it reads
+    nothing (format and control characters, nonspacing marks, default-ignorable code points), " " for a separator
+    (white space, and punctuation, which the duplicate rule ignores), else the character itself."""
+    category = unicodedata.category(ch)
+    if ch in WHITESPACE_CONTROLS or category[0] in "PZ":
+        return " "
+    if category == "Mn" or category[0] == "C" or ch in IGNORABLE_LETTERS or ch in DROPPED:
+        return ""
+    return ch
+
+
 def normalise(text: str) -> str:
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    kept = "".join(" " if unicodedata.category(ch).startswith(("P", "Z", "C")) else ch for ch in folded)
-    return " ".join(kept.split())
+    """The text as the model reads it, for comparing: compatibility forms unified (NFKC: full width, ligatures),
+    case folded, invisible characters dropped (format characters such as U+200B zero-width space, U+2060 word
+    joiner, U+200E left-to-right mark, variation selectors such as U+FE0F, every default-ignorable code point),
+    accents dropped whether precomposed or written as combining marks (the packaged encoder's uncased tokenizer
+    strips them: it reads "café" and "cafe\u0301" and "cafe" alike), punctuation dropped, runs of white space made
+    one space; then composed again (NFC). `tests/annotation/test_duplicates.py` checks it against the real
+    tokenizer."""
+    decomposed = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text).casefold())
+    read = "".join(_read(ch) for ch in decomposed)
+    return unicodedata.normalize("NFC", " ".join(read.split()))
 
 
 def key_of(inputs: dict[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -123,6 +123,9 @@ class Example(models.Model):
     # SHA-256 of the normalised input the model reads (annotation.fingerprints.fingerprint): the duplicate check's
     # one indexed lookup. Set on save when empty; db_default for raw-SQL loaders (bench), which never check it.
     model_key = models.CharField(max_length=64, blank=True, default="", db_default="", editable=False)
+    # True only on examples saved before the database held one example per model key (migration 0010) that repeat
+    # an earlier example's key: kept as they are (nothing is deleted), outside the unique constraint below.
+    key_shared = models.BooleanField(default=False, db_default=False, editable=False)
     metadata = models.JSONField(default=dict, blank=True)
 
     # Validation outcome, written by the consensus service (derived from Validation rows).
@@ -147,7 +150,15 @@ class Example(models.Model):
                 fields=["author", "round", "idempotency_key"],
                 condition=Q(idempotency_key__isnull=False),
                 name="example_idempotency_key_unique_per_author_round",
-            )
+            ),
+            # The duplicate rule's arbiter (annotation.duplicates): one live example per writer and model key.
+            # Per round for the same reason as above (racing submissions meet in the task's one open round);
+            # linked accounts' racing copies wait for a lock on the task and key (annotation.duplicates).
+            models.UniqueConstraint(
+                fields=["author", "round", "model_key"],
+                condition=Q(retracted=False, key_shared=False) & ~Q(model_key=""),
+                name="example_model_key_unique_per_author_round",
+            ),
         ]
         indexes = [
             models.Index(fields=["round", "scoring_state"]),

@@ -172,10 +172,14 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
     clean = clean_submission(task, sub)
     shown = clean.context.payload if clean.context else None
     fingerprint = duplicates.fingerprint(task, shown, clean.input)
-    duplicates.check_not_duplicate(user, task, shown, clean.input, key=fingerprint)
-    origin = assistant.provenance(user, task, clean.round, sub.suggestion_id, sub.suggestion_choice, clean.input)
     try:
         with transaction.atomic():
+            # The database is the arbiter of duplicates (annotation.duplicates): the unique constraint on (author,
+            # round, model_key) refuses the writer's racing copy at the insert; a lock taken before the check makes
+            # linked accounts' racing copies wait for each other's commit, so the check sees the winner.
+            duplicates.check_not_duplicate(user, task, shown, clean.input, key=fingerprint, lock=True)
+            origin = assistant.provenance(user, task, clean.round, sub.suggestion_id, sub.suggestion_choice,
+                                          clean.input)
             example = Example.objects.create(
                 round=clean.round, context=clean.context, author=user, input=clean.input, target=clean.target,
                 idempotency_key=key, model_key=fingerprint, time_spent_ms=sub.time_spent_ms, suggestion=origin.suggestion,
@@ -185,10 +189,12 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
             )
             jobs.enqueue_scoring(example.pk, word_map=word_map)  # runs once this transaction commits
     except IntegrityError:
-        # Two requests with the same key raced; the first one won.
-        if key is None or (first := _by_key(user, task, key)) is None:
-            raise
-        return SubmitResult(first, created=False)
+        # Two requests with the same key raced (the first one won: a replay), or the same model input did (a
+        # duplicate, 409 as from the check).
+        if key is not None and (first := _by_key(user, task, key)) is not None:
+            return SubmitResult(first, created=False)
+        duplicates.check_not_duplicate(user, task, shown, clean.input, key=fingerprint)
+        raise
     return SubmitResult(example, created=True)
 
 
