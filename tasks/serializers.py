@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
+from pydantic import BaseModel
 from rest_framework import serializers
 
-from tasks import figures
+from tasks import figures, roles
+from tasks.kinds.base import LLMProviderSettings
 from tasks.models import Round, Task
 
 
@@ -49,10 +53,28 @@ class TaskDetailSerializer(TaskListSerializer):
     class Meta(TaskListSerializer.Meta):
         fields = [*TaskListSerializer.Meta.fields, "config", "rounds", "round_figures"]
 
-    @extend_schema_field(serializers.DictField())
+    @extend_schema_field(serializers.DictField(help_text="the task's settings; the language model provider "
+                                                         "settings (endpoint, model) only for its owners and staff"))
     def get_config(self, task: Task) -> dict:
-        return task.typed_config.model_dump()
+        config = task.typed_config
+        request = self.context.get("request")
+        user = getattr(request, "user", None)
+        if user is not None and roles.can_manage(user, task):
+            return config.model_dump()
+        return without_providers(config)
 
     @extend_schema_field(serializers.DictField(child=FiguresSerializer()))
     def get_round_figures(self, task: Task) -> dict:
         return figures.by_round(task)
+
+
+def without_providers(config: BaseModel) -> dict[str, Any]:
+    """A config as everyone may read it: every language model provider setting left out (which endpoint and model
+    a task uses is its owners' and the operator's business)."""
+    out: dict[str, Any] = {}
+    for name in type(config).model_fields:
+        value = getattr(config, name)
+        if isinstance(value, LLMProviderSettings):
+            continue
+        out[name] = without_providers(value) if isinstance(value, BaseModel) else config.model_dump(include={name})[name]
+    return out

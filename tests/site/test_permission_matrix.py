@@ -517,3 +517,23 @@ def test_no_get_writes_to_the_database(row, world):
         if row.route in DERIVED:
             writes = [w for w in writes if not any(f'"{table}"' in w for table in DERIVED_TABLES)]
         assert writes == [], f"{persona}: {writes}"
+
+
+# --- what each persona reads of a task's settings ------------------------------------------------------------
+
+SHOWN, LEFT_OUT = "shown", "left out"
+# The language model provider settings (which endpoint, which model, its timeout) of the task API's `config`:
+# the task's owners and staff only (issue 39, item 14).
+PROVIDER_SETTINGS = {persona: LEFT_OUT for persona in PERSONAS} | {"owner": SHOWN, "admin": SHOWN}
+
+
+def test_who_reads_a_tasks_language_model_provider_settings(world):
+    task_api = Row("api/^tasks/(?P<slug>[^/.]+)/$", "GET", p("/api/tasks/sentiment/"), EVERYONE)
+    got = {}
+    for persona in PERSONAS:
+        config = run_as(task_api, world, persona).json()["config"]
+        shown = ["provider" in config[part] for part in ("assistant", "opponent")]
+        got[persona] = SHOWN if all(shown) else LEFT_OUT if not any(shown) and "endpoint" not in json.dumps(config) \
+            else f"partly: {shown}"
+        assert config["labels"] and "enabled" in config["assistant"]  # the rest of the config is there
+    assert got == PROVIDER_SETTINGS
