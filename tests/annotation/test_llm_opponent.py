@@ -14,8 +14,9 @@ from modelzoo import opponent, services
 from modelzoo.models import Evaluation
 from rounds.evaluation import evaluate_everything
 from rounds.leaderboard import leaderboard
-from tests.annotation.conftest import closed_port, make_task
+from tests.annotation.conftest import make_task
 from tests.factories import ExampleFactory, LabeledItemFactory
+from tests.llm.endpoints import down_endpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -71,10 +72,9 @@ def with_splits(round_, context):
         verified(round_, context, NEGATIVE[i], "negative", "test")
 
 
-def down_version(task):
+def down_version(task, settings):
     """An opponent whose provider nothing answers (an HTTP endpoint on a closed port)."""
-    provider = {"provider": "openai", "base_url": f"http://127.0.0.1:{closed_port()}/v1", "model": "m",
-                "timeout_s": 1}
+    provider = down_endpoint(settings, timeout_s=1)
     return opponent._create(task, "down opponent (LLM)", {"kind": opponent.KIND, "llm": {
         "provider": provider, "labels": ["positive", "negative", "neutral"], "label_words": {}, "offsets": {},
         "instructions": "Say whether the text is positive, negative or neutral.", "field_names": ["Text", "Second"],
@@ -84,10 +84,11 @@ def down_version(task):
 # --- fast: refusals and a provider that is down ------------------------------------------------------------
 
 
-def test_a_down_opponent_is_left_out_of_the_verdict_which_says_so_and_the_example_is_scored(writer_api, deploy):
-    task, round_, context = opponent_task({"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"})
+def test_a_down_opponent_is_left_out_of_the_verdict_which_says_so_and_the_example_is_scored(writer_api, deploy,
+                                                                                          settings):
+    task, round_, context = opponent_task(down_endpoint(settings))
     deploy(round_)
-    down_version(task)
+    down_version(task, settings)
     body = {"context_id": context.pk, "input": {"text": "A fine evening."}, "target": "positive"}
     response = writer_api.post(reverse("api-example-create", args=[task.slug]), body, format="json")
     assert response.status_code == 201, response.content
@@ -100,19 +101,18 @@ def test_a_down_opponent_is_left_out_of_the_verdict_which_says_so_and_the_exampl
     assert example.fooled == is_fooled(task, "positive", example.ensemble_prediction)
 
 
-def test_an_opponent_never_joins_an_ensemble(deploy):
+def test_an_opponent_never_joins_an_ensemble(deploy, settings):
     task, round_, _ = opponent_task()
-    version = down_version(task)
+    version = down_version(task, settings)
     with pytest.raises(ValueError, match="language model opponent"):
         services.deploy_ensemble(round_, [version])
 
 
-def test_fitting_refuses_extractive_qa_and_says_why_when_the_provider_is_down():
+def test_fitting_refuses_extractive_qa_and_says_why_when_the_provider_is_down(settings):
     make_task("qa", slug="qa-opposed")
     with pytest.raises(CommandError, match="span"):
         call_command("fit_llm_opponent", "qa-opposed")
-    task, round_, _ = opponent_task({"provider": "openai", "base_url": f"http://127.0.0.1:{closed_port()}/v1",
-                                     "model": "m", "timeout_s": 1})
+    task, round_, _ = opponent_task(down_endpoint(settings, timeout_s=1))
     for i in range(4):  # no dev split yet: a sample of the train items
         LabeledItemFactory(task=task, input={"text": POSITIVE[i]}, target="positive", key=f"p{i}")
         LabeledItemFactory(task=task, input={"text": NEGATIVE[i]}, target="negative", key=f"n{i}")
