@@ -10,12 +10,13 @@ from annotation.models import Assistance, Example, Suggestion
 from exports.records import record_batches
 from rounds.dashboard import assistant_comparison
 from tasks import roles
-from tests.annotation.conftest import closed_port, make_task, sentiment_body
+from tests.annotation.conftest import make_task, sentiment_body
 from tests.factories import UserFactory
+from tests.llm.endpoints import down_endpoint, use_endpoint
 
 pytestmark = pytest.mark.django_db
 
-DOWN = {"provider": "openai", "base_url": "http://127.0.0.1:{port}/v1", "model": "smollm2", "timeout_s": 2}
+DOWN = {"provider": "openai", "endpoint": "down", "timeout_s": 2}
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +25,14 @@ def _jobs_inline(settings):
     settings.JOB_RUNNER = "inline"
 
 
+@pytest.fixture(autouse=True)
+def _down_endpoint(settings):
+    """The operator's endpoint "down", on a port nothing listens on (what DOWN picks)."""
+    down_endpoint(settings, model="smollm2")
+
+
 def assistant_task(provider: dict | None = None, kind: str = "sentiment", **settings):
-    provider = provider or {**DOWN, "base_url": DOWN["base_url"].format(port=closed_port())}
+    provider = provider or DOWN
     return make_task(kind, slug=f"{kind}-assisted",
                      config={"assistant": {"enabled": True, "provider": provider, **settings}})
 
@@ -101,17 +108,18 @@ def test_bad_requests_say_what_was_wrong(writer_api, body, field):
     assert field in response.content.decode()
 
 
-@pytest.mark.parametrize("name", ["SECRET_KEY", "DATABASE_URL", "llm_key", "LLM_"])
-def test_a_task_may_only_name_an_llm_key_variable_so_no_other_secret_can_be_sent(name):
-    """The key is read from the environment variable a task names and sent to the task's endpoint: only LLM_*
-    names are allowed, or an owner could send the site's SECRET_KEY to a server of their own."""
+@pytest.mark.parametrize("provider", [{"endpoint": "http://169.254.169.254/latest"}, {"endpoint": "SECRET_KEY"},
+                                      {"endpoint": "default", "base_url": "http://169.254.169.254/"},
+                                      {"endpoint": "default", "api_key_env": "LLM_API_KEY"}])
+def test_a_task_names_an_operator_endpoint_never_an_address_or_a_key_variable(provider):
+    """The key goes only to the operator's endpoints (tests/llm/test_endpoints.py): a task picks one by name."""
     from pydantic import ValidationError
 
     from tasks.kinds.base import LLMProviderSettings
 
-    with pytest.raises(ValidationError, match="api_key_env"):
-        LLMProviderSettings.model_validate({"provider": "openai", "api_key_env": name})
-    assert LLMProviderSettings.model_validate({"api_key_env": "LLM_TEAM_KEY"}).api_key_env == "LLM_TEAM_KEY"
+    with pytest.raises(ValidationError):
+        LLMProviderSettings.model_validate({"provider": "openai", **provider})
+    assert LLMProviderSettings.model_validate({"provider": "openai", "endpoint": "team"}).endpoint == "team"
 
 
 # --- a provider that is down -------------------------------------------------------------------------------
@@ -134,7 +142,7 @@ def test_a_provider_that_is_down_turns_the_assistant_off_for_that_request_and_su
     assert example.scoring_state == Example.Scoring.SCORED and example.assistance == Assistance.OWN
 
 
-def test_a_model_that_writes_nothing_usable_is_asked_again_then_the_writer_is_told(writer_api, deploy):
+def test_a_model_that_writes_nothing_usable_is_asked_again_then_the_writer_is_told(writer_api, deploy, settings):
     """A real OpenAI-compatible HTTP server whose model only describes texts ("This review is…"): the job tries
     three generations, each with its own seed when the task fixes one, then fails the request with a sentence for
     the writer, its tokens counted."""
@@ -163,9 +171,8 @@ def test_a_model_that_writes_nothing_usable_is_asked_again_then_the_writer_is_to
     httpd.requests, httpd.seeds = 0, []
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     try:
-        task, round_, context = assistant_task({"provider": "openai", "model": "describer",
-                                                "base_url": f"http://127.0.0.1:{httpd.server_address[1]}/v1"},
-                                               seed=11)
+        endpoint = use_endpoint(settings, f"http://127.0.0.1:{httpd.server_address[1]}/v1", model="describer")
+        task, round_, context = assistant_task(endpoint, seed=11)
         deploy(round_)
         suggestion = writer_api.get(ask(writer_api, task, context).json()["link"]).json()
     finally:
