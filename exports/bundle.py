@@ -20,7 +20,7 @@ from django.utils import timezone
 from exports import splits
 from exports.card import CardInfo, Stats, render_card
 from exports.formats import get_format
-from exports.records import record_batches
+from exports.records import RecordBuilder, record_batches
 from tasks.models import Round
 from validation import reliability
 
@@ -43,13 +43,14 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _write_part(round: Round, part: str, formats: list[str], folder: Path, stats: Stats) -> list[dict]:
+def _write_part(round: Round, part: str, formats: list[str], folder: Path, stats: Stats,
+                builder: RecordBuilder) -> list[dict]:
     queryset = splits.excluded(round) if part == splits.EXCLUDED else splits.in_split(round, part)
     paths = {name: folder / "data" / f"{part}.{get_format(name).extension}" for name in formats}
     handles = {name: path.open("wb") for name, path in paths.items()}
     try:
-        writers = {name: get_format(name).writer(handles[name]) for name in formats}
-        for batch in record_batches(round.task, queryset, mark_exclusion=part == splits.EXCLUDED):
+        writers = {name: get_format(name).writer(handles[name], builder.schema) for name in formats}
+        for batch in record_batches(round.task, queryset, mark_exclusion=part == splits.EXCLUDED, builder=builder):
             stats.add(part, batch)
             for writer in writers.values():
                 writer.write(batch)
@@ -101,9 +102,9 @@ def write_bundle(
     with tempfile.TemporaryDirectory(prefix="bundle-", dir=work_dir) as tmp:
         folder = Path(tmp)
         (folder / "data").mkdir()
-        stats = Stats()
-        files = [f for part in parts for f in _write_part(round, part, formats, folder, stats)]
-        info = CardInfo(round, version, timezone.now(), files, stats, splits.held_back(round))
+        stats, builder = Stats(), RecordBuilder(round.task)
+        files = [f for part in parts for f in _write_part(round, part, formats, folder, stats, builder)]
+        info = CardInfo(round, version, timezone.now(), files, stats, splits.held_back(round), builder.schema)
         (folder / "README.md").write_text(render_card(info))
         sums = [*files, _describe(folder, folder / "README.md", "markdown", "card", 0)]
         (folder / "SHA256SUMS").write_text("".join(f"{f['sha256']}  {f['path']}\n" for f in sums))

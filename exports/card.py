@@ -12,8 +12,8 @@ from django.template.loader import render_to_string
 
 from annotation.models import Assistance, Example
 from exports.agreement import round_agreement
-from exports.formats import DEFAULT_FORMAT, get_format
-from exports.records import decoded
+from exports.formats import get_format
+from exports.schema import DESCRIPTIONS, ExportSchema
 from tasks.models import Round
 from validation.models import ReliabilityRun
 
@@ -26,6 +26,7 @@ class Stats:
 
     rows: Counter[str] = field(default_factory=Counter)
     labels: dict[str, Counter[str]] = field(default_factory=dict)
+    validated: Counter[str] = field(default_factory=Counter)  # part -> rows whose label validators confirmed
     models: set[tuple[str, int]] = field(default_factory=set)
     assistance: Counter[str] = field(default_factory=Counter)  # provenance mode -> rows ("" = without)
     assistant_models: set[str] = field(default_factory=set)
@@ -38,6 +39,8 @@ class Stats:
         labels = self.labels.setdefault(part, Counter())
         for record in records:
             labels[record["label"]] += 1
+            if record["consensus"] == "verified":
+                self.validated[part] += 1
             self._add_models(record)
             self.assistance[record.get("assistance") or ""] += 1
             if record.get("assistant_model"):
@@ -54,7 +57,7 @@ class Stats:
         if versions in self._model_sets or len(self._model_sets) > 1000:
             return
         self._model_sets.add(versions)
-        for prediction in decoded(record["model_predictions"]) or []:
+        for prediction in record["model_predictions"] or []:
             name = str(prediction.get("name", "")) + (" — language model opponent, beside the ensemble"
                                                       if prediction.get("opponent") else "")
             self.models.add((name, int(prediction.get("model_version", 0))))
@@ -68,6 +71,7 @@ class CardInfo:
     files: list[dict[str, Any]]
     stats: Stats
     held_back: int
+    schema: ExportSchema
 
 
 def _label_table(stats: Stats, parts: list[str]) -> tuple[list[str], list[list[int]]]:
@@ -83,14 +87,28 @@ def render_card(info: CardInfo) -> str:
     config = task.typed_config
     parts = [name for name in ("train", "dev", "test", "excluded") if name in info.stats.rows]
     labels, label_rows = _label_table(info.stats, parts)
-    data_files = [f for f in info.files if f["format"] == (info.files[0]["format"] if info.files else "")]
+    # Per format, the files that hold rows (a split without rows is named nowhere, so every load call below works
+    # on every version, whatever split is empty). `datasets` reads one folder with one builder, so the card's
+    # configuration (`load_dataset(<folder>)`) names one format: a typed one (Parquet) where the bundle has it,
+    # else the first.
+    loads = [{"format": fmt, "loader": get_format(fmt).datasets_loader, "flat": get_format(fmt).flat,
+              "typed": get_format(fmt).typed,
+              "files": [f for f in info.files if f["format"] == fmt and f["part"] != "excluded" and f["rows"]]}
+             for fmt in dict.fromkeys(f["format"] for f in info.files)]
+    loads = [load for load in loads if load["files"]]
+    configured = next((load for load in loads if load["typed"]), loads[0] if loads else None)
+    rows = info.stats.rows
+    data_rows = sum(rows[part] for part in splits_of(parts))
     context = {
         "task": task,
         "round": info.round,
         "version": info.version,
         "generated_at": info.generated_at,
         "parts": parts,
-        "counts": [(part, info.stats.rows[part]) for part in parts],
+        "counts": [(part, rows[part], info.stats.validated[part]) for part in parts],
+        "empty_splits": [part for part in splits_of(parts) if not rows[part]],
+        "data_rows": data_rows,
+        "validated_rows": sum(info.stats.validated[part] for part in splits_of(parts)),
         "label_rows": list(zip(labels, label_rows, strict=True)),
         "per_label": task.kind_impl.target_is_label,
         "figures": Example.objects.filter(round=info.round).figures(),
@@ -107,9 +125,17 @@ def render_card(info: CardInfo) -> str:
         "intended_use": config.dataset.intended_use,
         "splits": config.splits,
         "files": info.files,
-        "yaml_files": [f for f in data_files if f["part"] != "excluded" and f["rows"]],
-        "loader": get_format(data_files[0]["format"] if data_files else DEFAULT_FORMAT).datasets_loader,
+        "loads": loads,
+        "configured": configured,
+        "yaml_features": "\n".join(info.schema.yaml(indent="  ")),
+        "yaml_flat_features": "\n".join(info.schema.yaml(indent="  ", flat=True)),
+        "schema_rows": [(name, kind, nested, DESCRIPTIONS.get(name, "")) for name, kind, nested in info.schema.rows()],
+        "dropped": sorted(info.schema.dropped.keys.items()),
         "licence_json": json.dumps(config.dataset.licence),
         "name_json": json.dumps(f"{task.name} round {info.round.number}"),
     }
     return render_to_string("exports/dataset_card.md", context)
+
+
+def splits_of(parts: list[str]) -> list[str]:
+    return [part for part in parts if part != "excluded"]

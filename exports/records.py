@@ -1,7 +1,9 @@
-"""The record schema of every export file, and how an Example row becomes a record.
+"""How an Example row becomes a record of the export schema (exports.schema), the same for every format.
 
 Rows are read in chunks (`iterator(chunk_size=…)`, a server-side cursor on PostgreSQL) with their vote
-counts as subqueries, and JSON columns as text, so memory stays flat and no JSON is decoded.
+counts as subqueries, so memory stays flat. JSON columns are read as text, decoded and projected onto the
+task's schema (`ExportSchema.project`); values that repeat (a context, a label, the model versions) are decoded
+once per distinct text.
 """
 
 from __future__ import annotations
@@ -20,51 +22,14 @@ from django.db import connections, transaction
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
+# The columns and their kinds live in exports.schema (the one schema of every file); re-exported here.
+from exports.schema import BOOL, COLUMNS, FLOAT, INT, JSON, STR, ExportSchema, export_schema  # noqa: F401
 from tasks.kinds import TaskKind
 from tasks.models import Task
 from validation.models import Validation
 
-INT, FLOAT, BOOL, STR, JSON = "int", "float", "bool", "str", "json"
-
-# Column name -> kind. JSON columns hold objects in JSONL and JSON text in CSV and Parquet
-# (a plain string stays a plain string, so a classification label reads as itself).
-COLUMNS: dict[str, str] = {
-    "example_id": INT,
-    "task": STR,
-    "round": INT,
-    "split": STR,
-    "context_id": INT,
-    "context": JSON,
-    "input": JSON,
-    "target": JSON,
-    "validated_label": JSON,
-    "label": STR,
-    "reliability_outcome": STR,
-    "reliability_label": JSON,
-    "reliability": FLOAT,
-    "consensus": STR,
-    "votes_correct": INT,
-    "votes_incorrect": INT,
-    "votes_flagged": INT,
-    "fooled": BOOL,
-    "ensemble_prediction": JSON,
-    "model_predictions": JSON,
-    "model_versions": JSON,
-    "hardness_score": FLOAT,
-    "annotator_id": STR,
-    "created_at": STR,
-    "exclusion": STR,
-    # Provenance of the writing assistant (annotation.assistant): null without it; else as_suggested, edited or
-    # own (written from scratch with suggestions shown), the suggestion it came from, the edit distance from it,
-    # and the provider and model that wrote it.
-    "assistance": STR,
-    "suggested_text": STR,
-    "edit_distance": INT,
-    "assistant_model": STR,
-}
-
-# Plain columns, and JSON columns read as text (record column -> model field): the text goes into the
-# files as it is, so no row's JSON is decoded and encoded again (most of the cost of an export).
+# Plain columns, and JSON columns read as text (record column -> model field): a text that repeats (a context, a
+# label, the model versions) is decoded once.
 ROW_FIELDS = (
     "id",
     "round__number",
@@ -104,15 +69,16 @@ def batched(items: Iterator[Any], size: int) -> Iterator[list[Any]]:
 
 
 class RawJson(str):
-    """JSON text straight from the database; writers put it out without decoding it."""
-
-
-def raw_json(text: str | None) -> RawJson | None:
-    return None if text is None or text == "null" else RawJson(text)
+    """JSON text straight from the database (kept for callers that pass such text around)."""
 
 
 def decoded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, RawJson) else value
+
+
+# JSON columns whose values repeat across rows: decoded and projected once per distinct text (bounded caches).
+REPEATING = ("context", "target", "validated_label", "reliability_label", "model_versions")
+CACHE_MAX = 10_000
 
 
 def columns() -> list[tuple[str, str]]:
@@ -134,11 +100,15 @@ def annotator_id(task: Task, user_id: int) -> str:
 class RecordBuilder:
     task: Task
     kind: TaskKind = field(init=False)
+    schema: ExportSchema = field(init=False)
     _ids: dict[int, str] = field(default_factory=dict, init=False)
     _labels: dict[str | None, str] = field(default_factory=dict, init=False)
+    _repeats: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
 
     def __post_init__(self) -> None:
         self.kind = self.task.kind_impl
+        self.schema = export_schema(self.task)
+        self._repeats = {column: {} for column in REPEATING}
 
     def annotator(self, user_id: int) -> str:
         if user_id not in self._ids:
@@ -147,39 +117,53 @@ class RecordBuilder:
             self._ids[user_id] = annotator_id(self.task, user_id)
         return self._ids[user_id]
 
-    def label(self, target: RawJson | None, validated: RawJson | None) -> str:
-        """The label a model should learn: the validated label, else the writer's target (cached text)."""
-        text = validated if validated is not None else target
+    def label(self, target: str | None, validated: str | None) -> str:
+        """The label a model should learn: the validated label, else the writer's target (cached by its text)."""
+        text = validated if validated not in (None, "null") else target
         if text not in self._labels:
-            if len(self._labels) > 10_000:  # free-text answers (QA): keep the cache bounded
+            if len(self._labels) > CACHE_MAX:  # free-text answers (QA): keep the cache bounded
                 self._labels.clear()
-            self._labels[text] = self.kind.target_label(decoded(text))
+            self._labels[text] = self.kind.target_label(None if text is None else json.loads(text))
         return self._labels[text]
 
+    def value(self, column: str, text: str | None) -> Any:
+        """A JSON column's text, decoded and projected onto the schema (null stays null)."""
+        if text is None or text == "null":
+            return None
+        cache = self._repeats.get(column)
+        if cache is None:
+            return self.schema.project(column, json.loads(text))
+        if text not in cache:
+            if len(cache) > CACHE_MAX:
+                cache.clear()
+            cache[text] = self.schema.project(column, json.loads(text))
+        return cache[text]
+
     def record(self, row: dict[str, Any], exclusion: str | None) -> dict[str, Any]:
-        raw = {column: raw_json(row[f"j_{column}"]) for column in JSON_SOURCES}
+        text = {column: row[f"j_{column}"] for column in JSON_SOURCES}
+        value = self.value
         return {
             "example_id": row["id"],
             "task": self.task.slug,
             "round": row["round__number"],
             "split": row["split"],
             "context_id": row["context_id"],
-            "context": raw["context"],
-            "input": raw["input"],
-            "target": raw["target"],
-            "validated_label": raw["validated_label"],
-            "label": self.label(raw["target"], raw["validated_label"]),
+            "context": value("context", text["context"]),
+            "input": value("input", text["input"]),
+            "target": value("target", text["target"]),
+            "validated_label": value("validated_label", text["validated_label"]),
+            "label": self.label(text["target"], text["validated_label"]),
             "reliability_outcome": row["reliability__outcome"],
-            "reliability_label": raw["reliability_label"],
+            "reliability_label": value("reliability_label", text["reliability_label"]),
             "reliability": row["reliability__confidence"],
             "consensus": row["consensus"],
             "votes_correct": row["v_correct"],
             "votes_incorrect": row["v_incorrect"],
             "votes_flagged": row["v_flagged"],
             "fooled": row["fooled"],
-            "ensemble_prediction": raw["ensemble_prediction"],
-            "model_predictions": raw["model_predictions"],
-            "model_versions": raw["model_versions"],
+            "ensemble_prediction": value("ensemble_prediction", text["ensemble_prediction"]),
+            "model_predictions": value("model_predictions", text["model_predictions"]),
+            "model_versions": value("model_versions", text["model_versions"]),
             "hardness_score": row["context__hardness_score"],
             "annotator_id": self.annotator(row["author_id"]),
             "created_at": row["created_at"].isoformat(),
@@ -226,10 +210,12 @@ def streaming_read(using: str) -> Iterator[None]:
 
 
 def record_batches(
-    task: Task, examples: QuerySet, chunk_size: int = CHUNK_SIZE, mark_exclusion: bool = False
+    task: Task, examples: QuerySet, chunk_size: int = CHUNK_SIZE, mark_exclusion: bool = False,
+    builder: RecordBuilder | None = None,
 ) -> Iterator[list[dict[str, Any]]]:
-    """Records of `examples` (ordered by id), `chunk_size` at a time, streamed from the database."""
-    builder = RecordBuilder(task)
+    """Records of `examples` (ordered by id), `chunk_size` at a time, streamed from the database. `builder`: one
+    to share across files (a bundle), so its schema counts the keys left out over all of them."""
+    builder = builder or RecordBuilder(task)
     as_text = {f"j_{column}": Cast(source, TextField()) for column, source in JSON_SOURCES.items()}
     votes = {f"v_{verdict}": vote_count(verdict) for verdict in Validation.Verdict.values}
     rows = examples.order_by("id").values(*ROW_FIELDS, **as_text, **votes)

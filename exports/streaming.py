@@ -9,7 +9,7 @@ from pathlib import Path
 from django.db.models import QuerySet
 
 from exports.formats import ExportFormat
-from exports.records import record_batches
+from exports.records import RecordBuilder, record_batches
 from tasks.models import Task
 
 READ_CHUNK = 1 << 16
@@ -55,8 +55,9 @@ class Drain:
 def stream_records(task: Task, queryset: QuerySet, fmt: ExportFormat) -> Iterator[bytes]:
     """The file `fmt` makes of `queryset`'s records, a chunk of rows at a time."""
     drain = Drain()
-    writer = fmt.writer(drain)
-    for batch in record_batches(task, queryset):
+    builder = RecordBuilder(task)
+    writer = fmt.writer(drain, builder.schema)
+    for batch in record_batches(task, queryset, builder=builder):
         writer.write(batch)
         if chunk := drain.take():
             yield chunk

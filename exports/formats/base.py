@@ -6,7 +6,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, BinaryIO, ClassVar, Protocol
 
-from exports.records import COLUMNS, JSON, RawJson
+from exports.schema import ExportSchema
 
 
 class RecordWriter(Protocol):
@@ -23,20 +23,23 @@ class ExportFormat(ABC):
     media_type: ClassVar[str]
     compressible: ClassVar[bool] = True  # False: already compressed, so a bundle stores it as it is
     loader: ClassVar[str] = ""  # the Hugging Face `datasets` builder that reads it (the card); "": `name`
+    flat: ClassVar[bool] = False  # True: nested values are written as JSON text (CSV), not as nested values
+    typed: ClassVar[bool] = False  # True: the file carries its column types (Parquet), so a reader needs no card
 
     @property
     def datasets_loader(self) -> str:
         return self.loader or self.name
 
     @abstractmethod
-    def writer(self, sink: BinaryIO) -> RecordWriter:
-        """A writer that writes to `sink` as records arrive; `close()` finishes the file (not the sink)."""
+    def writer(self, sink: BinaryIO, schema: ExportSchema) -> RecordWriter:
+        """A writer of records of `schema` (exports.schema) to `sink` as they arrive; `close()` finishes the file
+        (not the sink)."""
 
 
-def flat_value(name: str, value: Any) -> Any:
-    """A column value for tabular formats: strings stay strings, objects and lists become JSON text."""
-    if COLUMNS[name] != JSON or value is None:
-        return value
-    if isinstance(value, RawJson):
-        return json.loads(value) if value.startswith('"') else str(value)
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+def json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def flat_value(value: Any) -> Any:
+    """A value for a flat format (CSV): objects and lists become JSON text; strings, numbers and null stay."""
+    return json_text(value) if isinstance(value, dict | list) else value

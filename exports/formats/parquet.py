@@ -5,24 +5,20 @@ from typing import Any, BinaryIO
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from exports.formats.base import ExportFormat, flat_value
-from exports.records import BOOL, FLOAT, INT, column_names, columns
+from exports.formats.base import ExportFormat
+from exports.schema import ExportSchema
 
-ARROW_TYPES = {INT: pa.int64(), FLOAT: pa.float64(), BOOL: pa.bool_()}
 ROW_GROUP_SIZE = 10_000
 
 
-def arrow_schema() -> pa.Schema:
-    return pa.schema([pa.field(name, ARROW_TYPES.get(kind, pa.string())) for name, kind in columns()])
-
-
 class ParquetWriter:
-    """Converts each batch to Arrow at once and writes a row group every `row_group_size` rows, so at most
-    one row group (in compact Arrow buffers) is held, whatever the number of rows."""
+    """Converts each batch to Arrow at once (nested values as structs and lists of the task's schema) and writes
+    a row group every `row_group_size` rows, so at most one row group (in compact Arrow buffers) is held, whatever
+    the number of rows."""
 
-    def __init__(self, sink: BinaryIO, row_group_size: int = ROW_GROUP_SIZE):
-        self.schema = arrow_schema()
-        self.names = column_names()
+    def __init__(self, sink: BinaryIO, schema: ExportSchema, row_group_size: int = ROW_GROUP_SIZE):
+        self.schema = schema.arrow()
+        self.names = schema.names
         self.row_group_size = row_group_size
         self.pending: list[pa.RecordBatch] = []
         self.pending_rows = 0
@@ -31,7 +27,7 @@ class ParquetWriter:
     def write(self, records: list[dict[str, Any]]) -> None:
         if not records:
             return
-        data = {name: [flat_value(name, row[name]) for row in records] for name in self.names}
+        data = {name: [row[name] for row in records] for name in self.names}
         self.pending.append(pa.RecordBatch.from_pydict(data, schema=self.schema))
         self.pending_rows += len(records)
         if self.pending_rows >= self.row_group_size:
@@ -49,12 +45,14 @@ class ParquetWriter:
 
 
 class ParquetFormat(ExportFormat):
-    """Apache Parquet (zstd), written in row groups; objects and lists are JSON text columns."""
+    """Apache Parquet (zstd), written in row groups; nested values are Arrow structs and lists of the task's
+    schema (exports.schema), the same fields and types as JSONL's objects."""
 
     name = "parquet"
     extension = "parquet"
     media_type = "application/vnd.apache.parquet"
     compressible = False
+    typed = True
 
-    def writer(self, sink: BinaryIO) -> ParquetWriter:
-        return ParquetWriter(sink)
+    def writer(self, sink: BinaryIO, schema: ExportSchema) -> ParquetWriter:
+        return ParquetWriter(sink, schema)

@@ -61,7 +61,7 @@ def test_a_record_carries_context_input_labels_votes_verdict_and_predictions(mix
     assert record["split"] in splits.SPLITS and record["exclusion"] is None
 
 
-def test_csv_and_parquet_keep_labels_plain_and_objects_as_json(mixed_round, open_round, tmp_path):
+def test_csv_keeps_labels_plain_and_objects_as_json_and_parquet_nests_them(mixed_round, open_round, tmp_path):
     import csv
 
     import pyarrow.parquet as pq
@@ -72,7 +72,7 @@ def test_csv_and_parquet_keep_labels_plain_and_objects_as_json(mixed_round, open
     assert row["target"] == "positive" and json.loads(row["input"])["text"]
     table = pq.read_table(write(open_round, "train", "parquet", tmp_path))
     assert table.column("target")[0].as_py() == "positive"
-    assert json.loads(table.column("model_predictions")[0].as_py())[0]["model_version"] == 1
+    assert table.column("model_predictions")[0].as_py()[0]["model_version"] == 1  # a list of structs (issue 39)
 
 
 def test_an_unknown_format_names_the_choices():
@@ -108,6 +108,7 @@ def test_output_does_not_depend_on_chunk_or_row_group_size(mixed_round, open_rou
 
     from exports.formats.parquet import ParquetWriter
     from exports.records import record_batches
+    from exports.schema import export_schema
 
     splits.assign_splits(open_round)
     queryset = splits.usable(open_round)
@@ -116,7 +117,7 @@ def test_output_does_not_depend_on_chunk_or_row_group_size(mixed_round, open_rou
     assert small == large and len(small) == queryset.count()
     path = tmp_path / "small-groups.parquet"
     with path.open("wb") as sink:
-        writer = ParquetWriter(sink, row_group_size=4)
+        writer = ParquetWriter(sink, export_schema(open_round.task), row_group_size=4)
         for batch in record_batches(open_round.task, queryset, chunk_size=3):
             writer.write(batch)
         writer.close()
