@@ -1,16 +1,23 @@
-"""The writing assistant: a language model suggests examples for the shown context and intended label, each
-scored by the round's live ensemble before the writer sees it (docs/llm.md).
+"""The writing assistant: a language model suggests examples for the shown context and intended label; the round's
+live ensemble says what it makes of each before the writer sees it (docs/assistant.md, docs/llm.md).
 
 Flow. `annotation.services.ask_assistant` (the web request) checks the writer may submit to the task now, saves a pending
 `Suggestion` and queues `annotation.suggest` (`annotation.jobs`: a job: a Celery worker with a broker; a thread of the web process
 in the embedded default, so the local model is loaded once and no request ever waits for it). The job prompts
-the task's provider (`run` here; `modelzoo.llm.provider_for`) with the task's instructions, the context, the intended label
-and a few of the round's verified fooling examples (`zoo.llm.prompts.suggestion_prompt`), keeps the usable
-candidates (`clean_candidates`), scores them in one batch with the live ensemble, and stores them. The page polls.
+the task's provider (`run` here; `modelzoo.llm.provider_for`) with the task's instructions, a few labelled examples
+each with its context (the round's verified fooling examples, then the task's items), and then the shown context and
+the intended label (`prompt_for`, `zoo.llm.prompts.suggestion_prompt`: people's texts enter it as data only), keeps
+the usable candidates (`_usable`: tidied, plain text under the site's text rule), scores them in one batch with the
+live ensemble, and stores them with where the time went (`usage.phases`). The page polls.
+
+What a candidate's verdict means. The model was asked for a label; nobody has checked that its text has it (a small
+model often writes another). So a candidate records whether the models' answer differs from the label asked for
+(`models_disagree`), never that it fooled them: the page says it fools them only if a reader agrees.
 
 Failures. A provider that is down, slow, over its quota or misconfigured turns the request `failed` with a
-sentence for the writer; the create flow never waits for it, and a submission never depends on it. A round
-without a deployed ensemble still gets its suggestions, without verdicts ("the models are still training").
+sentence for the writer; so does anything else that goes wrong in the job. The create flow never waits for it, and
+a submission never depends on it. A round without a deployed ensemble still gets its suggestions, without verdicts
+("the models are still training").
 
 Provenance (`provenance`). A submission may name the suggestion request the writer had open (and the candidate
 they picked). The server compares the submitted text with the candidates: identical → as suggested; picked or
@@ -21,6 +28,8 @@ scratch with suggestions shown. Exports and the dataset card carry it; the round
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,11 +40,12 @@ from rapidfuzz.distance import Levenshtein
 from annotation import scoring
 from annotation.models import Assistance, Example, Suggestion
 from dynabench_site import errors
+from dynabench_site.text import text_problem
 from modelzoo.llm import provider_for
 from tasks.kinds import InputError
 from tasks.models import LabeledItem, Round, Task
 from zoo.llm.base import ProviderError, Usage
-from zoo.llm.prompts import clean_candidates, label_word, suggestion_prompt
+from zoo.llm.prompts import SuggestionPrompt, clean_candidates, label_word, plain_text, safe_text, suggestion_prompt
 from zoo.types import BackendError, NoEnsembleYet
 
 log = logging.getLogger(__name__)
@@ -55,6 +65,7 @@ UNAVAILABLE = {
 }
 GENERATION_TRIES = 3  # generations per request when the first gives nothing usable
 NOTHING_USABLE = "The language model wrote nothing usable this time. Ask again, or write your own example."
+CRASHED = "The writing assistant failed this time. Ask again, or write your own example: submitting works as usual."
 NOT_QUEUED = ("The writing assistant could not start (the job queue does not answer). Write your own example: "
               "submitting works as usual.")
 # Generic few-shot lines when the round has no verified fooling example yet and the task no labelled item of the
@@ -75,6 +86,35 @@ def enabled(task: Task) -> bool:
     return bool(config.assistant.enabled) and task.kind_impl.target_is_label and len(config.input_fields) == 1
 
 
+_warming: dict[str, threading.Thread] = {}
+_warming_lock = threading.Lock()
+
+
+def warm_up(task: Task) -> threading.Thread | None:
+    """Load the task's local language model in a background thread of this process, once, so that the writer's
+    first "Suggest examples" does not wait for it (≈ 1 s on an idle machine, several while the demo models train).
+    For the create page, when it offers the assistant; an HTTP provider has nothing to load (None)."""
+    if not enabled(task) or task.typed_config.assistant.provider.provider != "local":
+        return None
+    try:
+        provider = provider_for(task.typed_config.assistant.provider)
+    except ProviderError:
+        return None
+    with _warming_lock:
+        if provider.model not in _warming:
+            _warming[provider.model] = threading.Thread(target=_warm, args=(provider,), daemon=True,
+                                                        name="assistant-warm-up")
+            _warming[provider.model].start()
+        return _warming[provider.model]
+
+
+def _warm(provider) -> None:
+    try:
+        provider.warm()
+    except ProviderError as exc:  # the first request says what is wrong, with its sentence for the writer
+        log.warning("the writing assistant's model could not be loaded: %s", exc)
+
+
 def check_enabled(task: Task) -> None:
     if not task.typed_config.assistant.enabled:
         raise errors.Conflict("the writing assistant is off for this task", field="assistant")
@@ -87,32 +127,47 @@ def check_enabled(task: Task) -> None:
 
 
 def run(suggestion_id: int) -> str:
+    """The job: write, clean, check and score the candidates of one request. Whatever goes wrong, the request
+    ends ready or failed with a sentence for the writer, never pending for ever (the page would wait)."""
+    try:
+        return _run(suggestion_id)
+    except Exception:
+        log.exception("suggestion %s: the job failed", suggestion_id)
+        _fail(suggestion_id, CRASHED)
+        return "failed"
+
+
+def _run(suggestion_id: int) -> str:
     suggestion = (Suggestion.objects.select_related("round__task", "context")
                   .filter(pk=suggestion_id, state=Suggestion.State.PENDING).first())
     if suggestion is None:
         return "skipped"
+    started, cpu = time.perf_counter(), time.process_time()
+    phases: dict[str, Any] = {"queued_s": round((timezone.now() - suggestion.created_at).total_seconds(), 3),
+                              "tries": []}
     task = suggestion.round.task
     config = task.typed_config
     settings_ = config.assistant
     try:
         provider = provider_for(settings_.provider)
-        shots = _shots(task, suggestion.round, suggestion.target, settings_.examples)
-        prompt = suggestion_prompt(
-            config.instructions or task.description, _context_fields(task, suggestion), _label(task, suggestion.target),
-            _label_words(task), shots, what=config.input_fields[0].replace("_", " "))
+        prompt, shots = prompt_for(suggestion)
+        phases["prompt_s"] = round(time.perf_counter() - started, 3)
         texts: list[str] = []
         usage = None
         # A small model sometimes writes nothing usable (descriptions, copies): one more try before giving up
         for attempt in range(GENERATION_TRIES):
             seed = None if settings_.seed is None else settings_.seed + attempt * settings_.candidates
+            called = time.perf_counter()
             generation = provider.generate(prompt.user, system=prompt.system, prefix=prompt.prefix,
                                            stop=list(prompt.stop), n=settings_.candidates,
                                            max_tokens=settings_.max_tokens, temperature=settings_.temperature,
                                            seed=seed)
+            # the call's wall time beside what the provider counts as generating (the difference: loading it)
+            phases["tries"].append({"wall_s": round(time.perf_counter() - called, 3),
+                                    "generation_s": round(generation.usage.seconds, 3)})
             usage = generation.usage if usage is None else _plus(usage, generation.usage)
-            texts = clean_candidates([*texts, *generation.texts], context=_context_fields(task, suggestion),
-                                     examples=[shot["text"] for shot in shots], max_chars=config.max_input_chars
-                                     )[: settings_.candidates]
+            texts = _usable([*texts, *generation.texts], _context_fields(task, suggestion), shots,
+                            config.max_input_chars)[: settings_.candidates]
             if texts:
                 break
         generation.usage = usage
@@ -121,13 +176,45 @@ def run(suggestion_id: int) -> str:
         _fail(suggestion_id, UNAVAILABLE[exc.kind].format(detail=exc.message))
         return "failed"
     if not texts:
-        _fail(suggestion_id, NOTHING_USABLE, usage=generation.usage.as_dict(), model=generation.model)
+        _fail(suggestion_id, NOTHING_USABLE, usage=_usage(generation.usage, phases, started, cpu),
+              model=plain_text(generation.model)[:200])
         return "failed"
+    scoring_started = time.perf_counter()
     candidates = _scored(task, suggestion, texts)
+    phases["scoring_s"] = round(time.perf_counter() - scoring_started, 3)
     Suggestion.objects.filter(pk=suggestion_id, state=Suggestion.State.PENDING).update(
-        state=Suggestion.State.READY, candidates=candidates, model=generation.model[:200], shots=len(shots),
-        usage=generation.usage.as_dict(), ready_at=timezone.now())
+        state=Suggestion.State.READY, candidates=candidates, model=plain_text(generation.model)[:200], shots=len(shots),
+        usage=_usage(generation.usage, phases, started, cpu), ready_at=timezone.now())
     return "ready"
+
+
+def _usage(usage: Usage, phases: dict[str, Any], started: float, cpu: float) -> dict[str, Any]:
+    """What the request cost (tokens, seconds, calls) and where its time went (`phases`: waiting in the queue, the
+    prompt, each generation try, scoring the candidates; the job's own total, and the CPU seconds its process
+    used meanwhile, a local model's threads included: far below the wall time, the machine was busy)."""
+    return {**usage.as_dict(), "phases": {**phases, "job_s": round(time.perf_counter() - started, 3),
+                                          "process_cpu_s": round(time.process_time() - cpu, 3)}}
+
+
+def prompt_for(suggestion: Suggestion) -> tuple[SuggestionPrompt, list[dict[str, Any]]]:
+    """The prompt the job sends for a request, and the few-shot examples in it (`zoo.llm.prompts`: the examples and
+    the context are read as data there)."""
+    task = suggestion.round.task
+    config = task.typed_config
+    shots = _shots(task, suggestion.round, suggestion.target, config.assistant.examples)
+    prompt = suggestion_prompt(config.instructions or task.description, _context_fields(task, suggestion),
+                               _label(task, suggestion.target), _label_words(task), shots,
+                               what=config.input_fields[0].replace("_", " "))
+    return prompt, shots
+
+
+def _usable(texts: list[str], context: dict[str, str] | None, shots: list[dict[str, Any]],
+            max_chars: int) -> list[str]:
+    """What may be stored and shown of a model's answers: `clean_candidates` (tidied; no markup, links, control or
+    format characters; no descriptions, copies or duplicates; at most the task's length), then the site's text
+    rule (`dynabench_site.text`), as for anything a person writes."""
+    kept = clean_candidates(texts, context=context, examples=[shot["text"] for shot in shots], max_chars=max_chars)
+    return [text for text in kept if text_problem(text) is None]
 
 
 def _plus(a: Usage, b: Usage) -> Usage:
@@ -141,8 +228,9 @@ def not_queued(suggestion_id: int) -> None:
 
 
 def _fail(suggestion_id: int, message: str, **fields: Any) -> None:
+    # a provider's own words may be part of the message: plain text, as any candidate
     Suggestion.objects.filter(pk=suggestion_id, state=Suggestion.State.PENDING).update(
-        state=Suggestion.State.FAILED, error=message[:2000], ready_at=timezone.now(), **fields)
+        state=Suggestion.State.FAILED, error=plain_text(message)[:2000], ready_at=timezone.now(), **fields)
 
 
 def _scored(task: Task, suggestion: Suggestion, texts: list[str]) -> list[dict[str, Any]]:
@@ -154,11 +242,14 @@ def _scored(task: Task, suggestion: Suggestion, texts: list[str]) -> list[dict[s
     try:
         verdicts = scoring.predict(suggestion.round, inputs, explain=False)
     except NoEnsembleYet:
-        return [{"text": t, "fooled": None, "verdict_error": "the models are still training"} for t in texts]
+        return [{"text": t, "models_disagree": None, "verdict_error": "the models are still training"} for t in texts]
     except BackendError as exc:
         log.warning("suggestion %s: scoring the candidates failed: %s", suggestion.pk, exc)
-        return [{"text": t, "fooled": None, "verdict_error": "the models could not score it now"} for t in texts]
-    return [{"text": text, "fooled": scoring.is_fooled(task, suggestion.target, v["ensemble"]),
+        return [{"text": t, "models_disagree": None, "verdict_error": "the models could not score it now"}
+                for t in texts]
+    # Whether the models' answer differs from the label asked for, by the kind's own rule: not a fool, since no
+    # person has checked that the text has that label (a small model often writes another); the page says so.
+    return [{"text": text, "models_disagree": scoring.is_fooled(task, suggestion.target, v["ensemble"]),
              "ensemble_prediction": v["ensemble"], "model_predictions": v["models"]}
             for text, v in zip(texts, verdicts, strict=True)]
 
@@ -177,35 +268,50 @@ def _label_words(task: Task) -> dict[str, str]:
     return dict(task.typed_config.opponent.label_words)
 
 
-def _shots(task: Task, round_: Round, target: Any, limit: int) -> list[dict[str, str]]:
-    """Few-shot examples for the prompt: the round's verified fooling examples (newest first, the intended label
-    first), then, while there are too few, labelled items of the task (base data, seeds)."""
+def _shots(task: Task, round_: Round, target: Any, limit: int) -> list[dict[str, Any]]:
+    """Few-shot examples for the prompt: the round's verified fooling examples (newest first), then, while there
+    are too few, labelled items of the task (base data, seeds); those with a context first (the prompt pairs each
+    with its context), taken in turn from each label, the same whatever label is asked for (so a model server
+    that caches prompt prefixes reuses them). Each is read as data (`safe_text`): one with nothing left after
+    its markup, links and instruction-like lines are dropped is not used. `target` is kept for callers: the
+    intended label is said in the prompt's last line, not by choosing examples."""
     if limit <= 0:
         return []
     field = task.typed_config.input_fields[0]
-    label = _label(task, target)
-    rows: list[dict[str, str]] = []
+    pool: list[dict[str, Any]] = []
     fooling = (Example.objects.collected().filter(round=round_, fooled=True, consensus=Example.Consensus.VERIFIED)
                .select_related("context").order_by("-id")[:MAX_SHOTS_POOL])
-    for example in sorted(fooling, key=lambda e: _label(task, e.validated_label or e.target) != label):
-        rows.append(_shot(task, example.context.payload if example.context else {}, example.input.get(field, ""),
+    for example in fooling:
+        pool.append(_shot(task, example.context.payload if example.context else {}, example.input.get(field, ""),
                           _label(task, example.validated_label or example.target)))
-    if len(rows) < limit:
-        items = LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TRAIN).order_by(F("hardness_score").desc(nulls_last=True), "id")
+    if len(pool) < MAX_SHOTS_POOL:
+        items = LabeledItem.objects.filter(task=task, split=LabeledItem.Split.TRAIN).order_by(
+            F("hardness_score").desc(nulls_last=True), "id")
         for item in items[:MAX_SHOTS_POOL]:
             text = (item.input or {}).get(field)
             if isinstance(text, str) and text:
-                rows.append(_shot(task, item.context or {}, text, _label(task, item.target)))
-    rows = [r for r in rows if r["text"]]
-    rows.sort(key=lambda r: r["label"] != label)  # stable: the intended label's examples first
-    return rows[:limit]
+                pool.append(_shot(task, item.context or {}, text, _label(task, item.target)))
+    pool = [row for row in pool if safe_text(row["text"])]
+    pool.sort(key=lambda row: "context" not in row)  # stable: with a context first
+    labels = [_label(task, label) for label in getattr(task.typed_config, "labels", [])]
+    by_label = {label: [row for row in pool if row["label"] == label] for label in labels}
+    by_label.update({row["label"]: [] for row in pool if row["label"] not in by_label})
+    for row in pool:
+        if row["label"] not in labels:
+            by_label[row["label"]].append(row)
+    chosen: list[dict[str, Any]] = []
+    for turn in range(limit):
+        for rows in by_label.values():
+            if turn < len(rows) and len(chosen) < limit:
+                chosen.append(rows[turn])
+    return chosen
 
 
-def _shot(task: Task, payload: dict[str, Any], text: str, label: str) -> dict[str, str]:
-    row = {"text": text, "label": label}
-    fields = task.typed_config.context_fields
-    if fields and payload.get(fields[0]):
-        row["context"] = str(payload[fields[0]])
+def _shot(task: Task, payload: dict[str, Any], text: str, label: str) -> dict[str, Any]:
+    row: dict[str, Any] = {"text": text, "label": label}
+    context = {name: str(payload[name]) for name in task.typed_config.context_fields if payload.get(name)}
+    if context:
+        row["context"] = context
     return row
 
 

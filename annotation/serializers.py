@@ -124,11 +124,18 @@ class SuggestionRequestSerializer(StrictSerializer):
 
 class SuggestionCandidateSerializer(serializers.Serializer):
     text = serializers.CharField()
-    fooled = serializers.BooleanField(allow_null=True, help_text="whether the live ensemble gets it wrong "
-                                                                 "(null: no verdict, see verdict_error)")
+    models_disagree = serializers.SerializerMethodField(help_text=(
+        "whether the live ensemble's answer differs from the label asked for (the request's `target`); the text's "
+        "true label is unchecked, so it fools the models only if a reader agrees it has that label (null: no "
+        "verdict, see verdict_error)"))
     ensemble_prediction = serializers.DictField(required=False, allow_null=True)
     model_predictions = serializers.ListField(child=serializers.DictField(), required=False)
     verdict_error = serializers.CharField(required=False)
+
+    @extend_schema_field(serializers.BooleanField(allow_null=True))
+    def get_models_disagree(self, candidate: dict) -> bool | None:
+        # requests stored before issue 39 called it "fooled" (the same comparison, wrongly named)
+        return candidate.get("models_disagree", candidate.get("fooled"))
 
 
 class SuggestionSerializer(serializers.ModelSerializer):

@@ -270,7 +270,8 @@ def test_someone_elses_suggestion_cannot_be_claimed(api, writer):
 def test_suggestions_from_the_local_model_arrive_scored_and_their_provenance_is_stored_and_exported(
         writer_api, writer, deploy):
     """The packaged SmolLM2 writes the candidates; the round's live ensemble scores each before the writer sees
-    them; the writer takes one; the example records where it came from; the export carries it."""
+    them (whether its answer differs from the label asked for); the writer takes one; the example records where it
+    came from; the export carries it."""
     task, round_, context = assistant_task({"provider": "local"})
     deploy(round_)
     response = ask(writer_api, task, context, target="negative")
@@ -282,9 +283,9 @@ def test_suggestions_from_the_local_model_arrive_scored_and_their_provenance_is_
     assert suggestion["usage"]["completion_tokens"] > 0 and suggestion["usage"]["prompt_tokens"] > 0
     for candidate in suggestion["candidates"]:
         assert candidate["text"].strip() and candidate["text"] != context.payload["prompt"]
-        assert isinstance(candidate["fooled"], bool)
+        assert isinstance(candidate["models_disagree"], bool)
         assert candidate["ensemble_prediction"]["label"] in ("positive", "negative", "neutral")
-        assert candidate["fooled"] == (candidate["ensemble_prediction"]["label"] != "negative")
+        assert candidate["models_disagree"] == (candidate["ensemble_prediction"]["label"] != "negative")
 
     taken = suggestion["candidates"][0]["text"]
     body = {"context_id": context.pk, "input": {"text": taken}, "target": "negative",

@@ -10,7 +10,7 @@ import pytest
 from django.conf import settings
 from selenium.webdriver.common.by import By
 
-from annotation.models import Assistance, Example
+from annotation.models import Assistance, Example, Suggestion
 from tests.annotation.conftest import closed_port, make_task
 from tests.annotation.test_create_page import open_create, verdict_text, wait
 
@@ -37,19 +37,31 @@ def test_writer_takes_a_scored_suggestion_edits_it_and_submits(browser, writer, 
     task, round_, _ = assisted({"provider": "local"}, seed=1)
     deploy(round_)
     open_create(browser, writer, task)
-    browser.find_element(By.CSS_SELECTOR, "input[name=target][value=negative]").click()
+    browser.find_element(By.CSS_SELECTOR, "input[name=target][value=positive]").click()
     browser.find_element(By.ID, "suggest").click()
     # done when the suggestions show, or the status says why there are none
     wait(browser, 120).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#suggestions .suggestion")
                              or b.find_element(By.ID, "suggest").is_enabled())
     items = browser.find_elements(By.CSS_SELECTOR, "#suggestions .suggestion")
     assert items, browser.find_element(By.ID, "suggest-status").text
-    tags = [item.find_element(By.CSS_SELECTOR, ".tag").text for item in items]
-    assert all("fools the models" in t or "models get it right" in t for t in tags)
-    assert "fool the models" in browser.find_element(By.ID, "suggest-status").text
+    # each says what the models predicted against the label asked for; none claims a fool nobody checked
+    stored = {c["text"]: c for c in Suggestion.objects.get().candidates}
+    for item in items:
+        line = item.find_element(By.CSS_SELECTOR, ".suggestion-verdict")
+        candidate = stored[item.find_element(By.CSS_SELECTOR, ".suggestion-words").text]
+        said = candidate["ensemble_prediction"]["label"]
+        assert line.text.startswith(f"Asked for positive · the models say {said} (")
+        if said != "positive":
+            assert line.text.endswith("it fools them only if a reader agrees it is positive.")
+            assert "warn" in line.find_element(By.CSS_SELECTOR, ".tag").get_attribute("class")
+        else:
+            assert line.text.endswith("they get it right if it is positive.")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#suggestions .tag.good")
+    status = browser.find_element(By.ID, "suggest-status").text
+    assert "asked for positive" in status and "check each" in status
     # the picture shows the text box, the label, the assistant and its scored suggestions together
     browser.execute_script("document.getElementById('input-text').scrollIntoView({block: 'start'})")
-    shot(browser, "annotator-assistant-1400")
+    shot(browser, "annotator-assistant-1400")  # docs/gallery/ keeps a copy (scripts/update_gallery.py)
 
     items[0].find_element(By.CSS_SELECTOR, "button[data-suggestion]").click()
     box = browser.find_element(By.ID, "input-text")

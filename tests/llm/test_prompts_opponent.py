@@ -42,16 +42,17 @@ def test_label_words_come_from_the_labels_or_the_task_s_overrides():
     assert label_word("OFF", {"OFF": "offensive"}) == "offensive"
 
 
-def test_the_suggestion_prompt_starts_a_list_of_the_round_s_fooling_examples_with_the_intended_label():
-    shots = [{"text": "Oh great, another delay.", "label": "negative"},
+def test_the_suggestion_prompt_pairs_each_example_with_its_context_and_opens_one_for_the_shown_context():
+    shots = [{"text": "Oh great, another delay.", "label": "negative", "context": {"prompt": "a train station"}},
              {"text": "Not bad at all, honestly.", "label": "positive"},
-             {"text": "x" * 1000, "label": "positive"}]
+             {"text": "x " * 1000, "label": "positive"}]
     prompt = suggestion_prompt("Write reviews.", {"prompt": "a seaside hotel"}, "positive", None, shots)
-    assert "tricky positive texts" in prompt.user and '"a seaside hotel"' in prompt.user
-    lines = prompt.prefix.splitlines()
-    assert lines[0] == '- "Not bad at all, honestly."'  # the intended label's examples only
-    assert len(lines[1]) < 320  # a long example is cut
-    assert lines[-1] == '- "' and "Oh great" not in prompt.prefix
+    assert "given prompt" in prompt.user and "seaside" not in prompt.user
+    blocks = prompt.prefix.split("\n\n")
+    assert blocks[0] == 'Prompt: "a train station"\nNegative text: "Oh great, another delay."'
+    assert blocks[1] == 'Positive text: "Not bad at all, honestly."'  # no context: the text alone
+    assert len(blocks[2]) < 340  # a long example is cut
+    assert blocks[-1] == 'Prompt: "a seaside hotel"\nPositive text: "'
     assert '"' in prompt.stop
 
 

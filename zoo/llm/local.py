@@ -163,6 +163,10 @@ class LocalProvider(Provider):
         loaded = any(key[0] == str(path) for key in _engines)
         return {"status": "ok", "model": self.model, "detail": "loaded" if loaded else "loads on first use"}
 
+    def warm(self) -> None:
+        """Check and load the model now (once per process), so that the first request does not wait for it."""
+        self._engine()
+
     def listening_address(self) -> str:
         """The address where this process's engine answers OpenAI-compatible requests (loads it if needed)."""
         return str(self._engine().listening_address)

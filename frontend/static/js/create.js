@@ -453,12 +453,22 @@
     $("suggest-label").textContent = on ? "Writing suggestions…" : "Suggest examples";
   }
 
-  function verdictTag(candidate) {
-    if (candidate.fooled === null || candidate.fooled === undefined)
-      return el("span", { class: "tag warn" }, candidate.verdict_error || "no verdict");
-    const said = candidate.ensemble_prediction ? predictionText(candidate.ensemble_prediction) : "";
-    return candidate.fooled ? el("span", { class: "tag good", title: `The models say ${said}` }, said ? `fools the models: ${said}` : "fools the models")
-      : el("span", { class: "tag bad", title: `The models say ${said}` }, said ? `models get it right: ${said}` : "models get it right");
+  // What the models said against the label asked for. The text's true label is unchecked (a small model often
+  // writes another one), so a disagreement is never shown as a success: it fools the models only if it has that label.
+  function verdictLine(candidate, asked) {
+    const line = el("p", { class: "suggestion-verdict" }, `Asked for ${asked} · `);
+    const disagree = candidate.models_disagree;
+    if (disagree === null || disagree === undefined) {
+      line.dataset.verdict = "none";
+      line.append(el("span", { class: "tag warn" }, "no verdict"), ` — ${candidate.verdict_error || "the models did not score it"}.`);
+      return line;
+    }
+    const said = candidate.ensemble_prediction ? predictionText(candidate.ensemble_prediction) : "another label";
+    line.dataset.verdict = disagree ? "disagree" : "agree";
+    line.append(el("span", { class: disagree ? "tag warn" : "tag" }, `the models say ${said}`), disagree
+      ? ` — it fools them only if a reader agrees it is ${asked}.`
+      : ` — they get it right if it is ${asked}.`);
+    return line;
   }
 
   function useSuggestion(index) {
@@ -479,25 +489,38 @@
       list.hidden = true;
       return;
     }
+    const asked = typeof suggestion.target === "string" ? suggestion.target : JSON.stringify(suggestion.target);
     suggestion.candidates.forEach((c, i) => {
       const take = el("button", { type: "button", class: "secondary", "data-suggestion": String(i) }, "Use");
       take.addEventListener("click", () => useSuggestion(i));
-      list.append(el("li", { class: "suggestion", "data-fooled": String(c.fooled) },
-        el("p", { class: "suggestion-text" }, c.text), verdictTag(c), take));
+      list.append(el("li", { class: "suggestion", "data-models-disagree": String(c.models_disagree) },
+        el("div", { class: "suggestion-text" }, el("p", { class: "suggestion-words" }, c.text), verdictLine(c, asked)), take));
     });
     list.hidden = false;
-    const fooling = suggestion.candidates.filter((c) => c.fooled).length;
-    $("suggest-status").textContent = `${suggestion.candidates.length} suggestion(s) from ${suggestion.model}; ` +
-      `${fooling} fool the models. Take one and edit it, or write your own.`;
+    const scored = suggestion.candidates.filter((c) => c.models_disagree !== null && c.models_disagree !== undefined);
+    const disagree = scored.filter((c) => c.models_disagree).length;
+    $("suggest-status").textContent = `${suggestion.candidates.length} suggestion(s) from ${suggestion.model}, asked for ${asked}` +
+      (scored.length ? `; the models say another label for ${disagree} of ${scored.length}` : "") +
+      `. A small model often writes another label than the one asked for: check each, then take one and edit it, or write your own.`;
   }
 
-  async function pollSuggestion(url, delay) {
+  // A suggestion takes about a second on a quiet server: the page asks soon and often (a cheap read), so the
+  // writer does not wait on the poll (it waited up to 2 s between polls before issue 39), and stops after a while.
+  const SUGGEST_POLL_FIRST_MS = 250, SUGGEST_POLL_EVERY_MS = 400, SUGGEST_GIVE_UP_MS = 120000;
+
+  async function pollSuggestion(url, askedAt) {
     const result = await call("GET", url).catch(() => null);
+    if (!state.suggestion || state.suggestion.link !== url) return;  // cleared, or another request since
     if (result && result.ok && result.data.state !== "pending") { setSuggesting(false); showSuggestions(result.data); return; }
     if (result && !result.ok && result.status !== 503) {
       setSuggesting(false); $("suggest-status").textContent = errorText(result.data, "The assistant is unavailable."); return;
     }
-    state.suggestPoll = setTimeout(() => pollSuggestion(url, Math.min(delay * 1.3, 2000)), delay);
+    if (Date.now() - askedAt > SUGGEST_GIVE_UP_MS) {
+      setSuggesting(false);
+      $("suggest-status").textContent = "The writing assistant did not answer in time. Ask again, or write your own example.";
+      return;
+    }
+    state.suggestPoll = setTimeout(() => pollSuggestion(url, askedAt), SUGGEST_POLL_EVERY_MS);
   }
 
   async function suggest() {
@@ -514,7 +537,8 @@
       return;
     }
     state.suggestion = result.data;
-    pollSuggestion(result.data.link, 400);
+    const askedAt = Date.now();
+    state.suggestPoll = setTimeout(() => pollSuggestion(result.data.link, askedAt), SUGGEST_POLL_FIRST_MS);
   }
 
   function tryAgain() {
