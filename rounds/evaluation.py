@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from modelzoo import opponent
+from modelzoo import intervals, opponent
 from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
 from modelzoo.services import active_members, predict_with
 from modelzoo.serving import ModelRef, get_backend
@@ -134,6 +134,13 @@ def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | N
     return {**counts, "test_sets": sets}
 
 
+def scored(task: Task, labelled: LabelledSet, predictions: list[dict[str, Any]]) -> dict[str, Any]:
+    """The kind's metrics of `predictions` on `labelled`, each with its 95 % interval (`modelzoo.intervals`)."""
+    kind, config = task.kind_impl, task.typed_config
+    metrics = kind.evaluate(config, labelled.targets, predictions)
+    return intervals.with_intervals(kind, config, labelled.targets, predictions, metrics)
+
+
 def _score_models(task: Task, versions: list[ModelVersion], labelled: LabelledSet,
                   cache: PredictionCache, log: Log) -> int:
     fresh = set(Evaluation.objects.filter(model_version__in=versions, dataset=labelled.name,
@@ -150,7 +157,7 @@ def _score_models(task: Task, versions: list[ModelVersion], labelled: LabelledSe
                 raise
             log(f"{version.name} on {labelled.name}: not evaluated now ({exc.message})")  # its provider is down
             continue
-        metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, predictions)
+        metrics = scored(task, labelled, predictions)
         Evaluation.objects.update_or_create(model_version=version, dataset=labelled.name,
                                             defaults={"size": len(labelled.inputs), "metrics": metrics})
         log(f"{version.name} on {labelled.name} ({len(labelled.inputs)}): {_fmt(metrics)}")
@@ -170,7 +177,7 @@ def _score_ensembles(task: Task, ensembles: dict[int, list[ModelVersion]], label
         cache.prefetch(members, labelled)
         per_model = [cache.get(v, labelled) for v in members]
         combined = [aggregate([p[i] for p in per_model]) for i in range(len(labelled.inputs))]
-        metrics = task.kind_impl.evaluate(task.typed_config, labelled.targets, combined)
+        metrics = scored(task, labelled, combined)
         EnsembleScore.objects.update_or_create(
             task=task, round_number=number, dataset=labelled.name,
             defaults={"members": ids, "size": len(labelled.inputs), "metrics": metrics},
@@ -210,17 +217,20 @@ def evaluate_version(version: ModelVersion, log: Log = print) -> dict[str, Any]:
 
 
 def evaluate_round_ensemble(round_: Round, log: Log = print) -> dict[str, Any]:
-    """Score a round's in-loop models and its ensemble on every test set of the task (for a first round: the
-    base test set), with their throughput and memory. Called when an ensemble is deployed outside the
-    pipeline (`modelzoo.signals.ensemble_deployed`: the demo models, `train_model --deploy`), so the
-    leaderboard is never empty while a round is open and an upload cannot outrank unevaluated models.
+    """Score a round's in-loop models, the task's language model opponent and the round's ensemble on every test
+    set of the task (for a first round: the base test set), with their throughput and memory. Called when an
+    ensemble is deployed outside the pipeline (`modelzoo.signals.ensemble_deployed`: the demo models,
+    `train_model --deploy`), so the leaderboard is never empty while a round is open, an upload cannot outrank
+    unevaluated models, and the opponent is never "not evaluated" beside them.
     Idempotent: pairs already scored on a set of the same size are skipped."""
     members = active_members(round_)
     task, cache, counts = round_.task, PredictionCache(), {"evaluations": 0, "ensemble_scores": 0}
+    rival = opponent.latest(task)  # ranked beside the models it is shown with (the leaderboard says it decides nothing)
+    scored = [*members, rival] if rival is not None else members
     for name in datasets.test_sets(task) if members else []:
         labelled = datasets.load(task, name)
         if labelled.inputs:
-            counts["evaluations"] += _score_models(task, members, labelled, cache, log)
+            counts["evaluations"] += _score_models(task, scored, labelled, cache, log)
             counts["ensemble_scores"] += _score_ensembles(task, {round_.number: members}, labelled, cache, log)
     record_measurements(cache)
     return counts
@@ -245,8 +255,9 @@ def evaluate_upload(upload_id: int) -> ResearcherModel:
 def compare_ensembles(task: Task, live: tuple[int, Sequence[ModelVersion]], new: tuple[int, Sequence[ModelVersion]],
                       log: Log = print) -> dict[str, Any]:
     """The new ensemble against the live one on every test set, in the kind's main metric: one row per set with
-    both figures and the difference in points (new − live, ×100). Scores already stored for the same members
-    and set size (the evaluate step's) are reused; missing ones are computed and stored."""
+    both figures and the difference in points (new − live, ×100), and whether the set is too small to decide
+    (`small`: fewer than `datasets.MIN_TEST_SIZE` rows). Scores already stored for the same members and set size
+    (the evaluate step's) are reused; missing ones are computed and stored."""
     from rounds.leaderboard import primary_metric  # the leaderboard imports this module's neighbours
 
     metric, cache, rows = primary_metric(task), PredictionCache(), []
@@ -260,12 +271,15 @@ def compare_ensembles(task: Task, live: tuple[int, Sequence[ModelVersion]], new:
             task=task, dataset=name, round_number__in=[live_round, new_round])}
         before, after = scores.get(live_round), scores.get(new_round)
         delta = None if before is None or after is None else round((after - before) * 100, 2)
-        rows.append({"dataset": name, "label": datasets.dataset_label(name), "size": len(labelled.inputs),
-                     "live": before, "new": after, "delta": delta})
+        size = len(labelled.inputs)
+        rows.append({"dataset": name, "label": datasets.dataset_label(name), "size": size,
+                     "live": before, "new": after, "delta": delta,
+                     "small": size < datasets.MIN_TEST_SIZE})  # shown, but decides nothing (rounds.steps.compare)
     record_measurements(cache)
     return {"metric": metric, "live_round": live_round, "new_round": new_round,
             "live_members": [v.pk for v in live_members], "new_members": [v.pk for v in new_members], "rows": rows}
 
 
 def _fmt(metrics: dict[str, float]) -> str:
-    return ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
+    return ", ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items()
+                     if k != "intervals")

@@ -106,8 +106,9 @@ def tolerance(ctx: StepContext) -> float:
 
 def compare(ctx: StepContext) -> dict[str, Any]:
     """Before deploying: the new ensemble against the live one on every test set. Worse by more than the task's
-    tolerance on any set, the run stops at "awaiting approval" until an owner approves (deploy it) or discards
-    it (the next round keeps the live ensemble)."""
+    tolerance on any set of at least `datasets.MIN_TEST_SIZE` rows, the run stops at "awaiting approval" until
+    an owner approves (deploy it) or discards it (the next round keeps the live ensemble). A smaller set is shown
+    in the comparison, flagged, and decides nothing."""
     run, target = ctx.run, next_round(ctx)
     live, members = live_members(ctx), _members(ctx)
     if not live:
@@ -118,11 +119,17 @@ def compare(ctx: StepContext) -> dict[str, Any]:
         return {"verdict": "same"}
     limit = tolerance(ctx)
     table = evaluation.compare_ensembles(ctx.task, (run.from_round.number, live), (target.number, members), ctx.log)
-    worse = [r["label"] for r in table["rows"] if r["delta"] is not None and r["delta"] < -limit]
-    table.update(tolerance=limit, worse=worse)
+    # A set smaller than datasets.MIN_TEST_SIZE is shown but never stops a deploy: its figures move by more than
+    # the tolerance from one example to the next (issue 23: a 30-item set stopped three retrainings that the 202-
+    # and 451-row held-out slices passed).
+    worse = [r["label"] for r in table["rows"] if r["delta"] is not None and r["delta"] < -limit and not r["small"]]
+    small = [r["label"] for r in table["rows"] if r["small"]]
+    table.update(tolerance=limit, worse=worse, small=small, min_size=datasets.MIN_TEST_SIZE)
     for row in table["rows"]:
+        note = (f" — too small to decide (fewer than {datasets.MIN_TEST_SIZE} rows): shown, never stops a deploy"
+                if row["small"] else "")
         ctx.log(f"{row['label']} ({row['size']}): live {_pct(row['live'])}, new {_pct(row['new'])}, "
-                f"{_points(row['delta'])}")
+                f"{_points(row['delta'])}{note}")
     if datasets.dataset_label(datasets.BASE_HELD_OUT) in worse:
         ctx.log("worse on the base held-out slice (imported train rows never trained on): the retrained models lost "
                 "part of what they knew from the base data; a lower retraining.new_round_weight gives the new round "

@@ -70,3 +70,12 @@ def broker_down(settings):
     app.conf.update(**saved)
     app._pool = None
     app.amqp._producer_pool = None
+
+
+@pytest.fixture
+def small_sets_decide(monkeypatch):
+    """The deploy gate on these tests' tiny test sets (a few rows each) as on sets large enough to decide: by default
+    a set under rounds.datasets.MIN_TEST_SIZE rows is shown but never stops a deploy (tests/rounds/test_test_sets.py)."""
+    from rounds import datasets
+
+    monkeypatch.setattr(datasets, "MIN_TEST_SIZE", 1)

@@ -15,6 +15,9 @@ from tests.personas import PERSONAS
 from tests.rounds.conftest import fill_task
 
 ALLOWED = {"owner", "admin"}
+# The gate itself, on test sets of a few rows: here they decide as sets of 100+ rows would (a smaller set decides
+# nothing by default: tests/rounds/test_test_sets.py).
+pytestmark = pytest.mark.usefixtures("small_sets_decide")
 
 
 @pytest.fixture

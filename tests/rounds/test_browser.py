@@ -78,7 +78,7 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
     browser.go("/tasks/small/leaderboard/")
     rounds_cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr td:nth-child(4)")]
     assert "1" in rounds_cells and "2" in rounds_cells  # models of both rounds' ensembles are listed
-    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#leaderboard thead th")]
+    headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#leaderboard thead th .set-label")]
     assert "round 1 test" in headers and "base test" in headers
 
     browser.go("/tasks/small/dashboard/")
@@ -90,7 +90,7 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
     assert browser.find_element(By.ID, "chart-seed-scores").find_element(By.CSS_SELECTOR, "svg.chart")
 
 
-def test_owner_sees_a_worse_ensemble_wait_and_discards_it(browser, transactional_db, settings):
+def test_owner_sees_a_worse_ensemble_wait_and_discards_it(browser, transactional_db, settings, small_sets_decide):
     """The job page follows the run to "awaiting approval", shows the before/after table as it arrives, and the
     owner's discard opens round 2 with the live ensemble."""
     from modelzoo.services import active_ensemble

@@ -171,7 +171,7 @@ def test_the_pipeline_hands_training_the_weighted_rows_and_a_dev_set_of_old_and_
     assert all(v.evaluations.filter(dataset=datasets.BASE_HELD_OUT, size=8).exists() for v in versions)
 
 
-def test_a_retraining_that_forgets_the_base_held_out_slice_waits_for_approval(owner, client):
+def test_a_retraining_that_forgets_the_base_held_out_slice_waits_for_approval(owner, client, small_sets_decide):
     # No base test set and no round test split: the held-out slice is the only set the gate can see it on.
     task = pipeline_task(owner, "forgets", flipped=True, base_test=False)
     spec = default_spec(task, seed=0, epochs=30, lr=1e-3, batch_size=8, encoder="tiny")

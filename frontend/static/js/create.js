@@ -265,14 +265,26 @@
     const body = $("models").querySelector("tbody");
     body.replaceChildren();
     (models || []).forEach((m) => {
-      // A language model opponent has its own "fooled" flag and never changes the ensemble's verdict; one that
-      // did not answer in time is left out of this verdict, and the row says why.
-      let answer = predictionText(m.prediction);
-      if (m.opponent && m.left_out) answer = `left out of this verdict: ${m.left_out}`;
-      else if (m.opponent && m.fooled !== undefined) answer += m.fooled ? " — fooled" : " — not fooled";
-      body.append(el("tr", { class: m.opponent ? "model-row opponent" : "model-row" },
-        el("td", {}, `${m.name} (v${m.model_version})`), el("td", {}, answer)));
+      if (m.opponent) { body.append(opponentRow(m)); return; }
+      body.append(el("tr", { class: "model-row" },
+        el("td", {}, `${m.name} (v${m.model_version})`), el("td", {}, predictionText(m.prediction))));
     });
+  }
+
+  // A language model opponent: its answer and its own "fooled" flag, then what it is worth (its held-out accuracy
+  // against always answering the commonest label, from the server) and that it decides nothing: the verdict is the
+  // ensemble's. One that did not answer in time is left out of this verdict, and the row says why.
+  function opponentRow(m) {
+    let answer = predictionText(m.prediction);
+    if (m.left_out) answer = `left out of this verdict: ${m.left_out}`;
+    else if (m.fooled !== undefined) answer += m.fooled ? " — it was fooled too" : " — it was not fooled";
+    const notes = el("p", { class: "muted opponent-notes" });
+    if (m.held_out) notes.append(el("span", { class: "opponent-held-out" }, m.held_out), " ");
+    notes.append(el("strong", { class: "opponent-decides" },
+      m.note || "It never changes the verdict: the ensemble's decides; this row is shown for comparison."));
+    return el("tr", { class: "model-row opponent" },
+      el("td", {}, `${m.name} (v${m.model_version})`, el("br"), el("span", { class: "tag" }, "language model opponent")),
+      el("td", {}, el("span", { class: "opponent-answer" }, answer), notes));
   }
 
   // Green: evidence for the models' answer (removing the word lowers their confidence); red: evidence against.

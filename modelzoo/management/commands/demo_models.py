@@ -84,20 +84,33 @@ class Command(BaseCommand):
 
     def _opponent(self, task: Task, rows: int) -> None:
         """The language model opponent of a task that turns it on, its offsets fitted on training rows (the demo's
-        rounds have no dev split yet; never a dev or test split of a dataset)."""
-        if not task.typed_config.opponent.enabled or opponent.current(task) is not None:
+        rounds have no dev split yet; never a dev or test split of a dataset), then judged on the task's held-out
+        rows (`opponent.held_out_rows`): it joins the demo's verdicts only if it beats the commonest label there by
+        `opponent.MIN_MARGIN` (docs/llm-opponent.md)."""
+        if not task.typed_config.opponent.enabled:
             return
-        sample = demo.opponent_rows(task, rows)
+        held_out = opponent.held_out_rows(task)
         began = time.perf_counter()
+        version = opponent.latest(task)
         try:
-            version = opponent.fit(task, sample, sample.name, max_rows=rows)
+            if version is None:
+                sample = demo.opponent_rows(task, rows)
+                version = opponent.fit(task, sample, sample.name, max_rows=rows, held_out=held_out)
+                fitted = version.hyperparameters["llm"]["fitted_on"]
+                self.stdout.write(f"{task.slug}: language model opponent {version.name} (v{version.version}), offsets "
+                                  f"fitted on {fitted['size']} rows: accuracy {fitted['accuracy_before']:.3f} -> "
+                                  f"{fitted['accuracy_after']:.3f} on them")
+            elif not opponent.held_out_of(version):  # fitted before opponents were judged: judge it now
+                opponent.judge(version, held_out)
+            else:
+                return
         except (ProviderError, opponent.NoOpponent) as exc:
             self.stdout.write(f"{task.slug}: no language model opponent ({exc})")
             return
-        fitted = version.hyperparameters["llm"]["fitted_on"]
-        self.stdout.write(f"{task.slug}: language model opponent {version.name} (v{version.version}), offsets fitted "
-                          f"on {fitted['size']} rows in {time.perf_counter() - began:.0f} s: accuracy "
-                          f"{fitted['accuracy_before']:.3f} -> {fitted['accuracy_after']:.3f} on them")
+        verdict = opponent.held_out_of(version)["verdict"]
+        joins = "joins the verdicts" if verdict != opponent.FALLS_SHORT else "is left out of the verdicts"
+        self.stdout.write(f"{task.slug}: {opponent.summary(version)} It {joins} "
+                          f"({time.perf_counter() - began:.0f} s).")
 
     def _ensemble(self, task: Task, round_, o: dict) -> None:
         current = services.active_ensemble(round_)

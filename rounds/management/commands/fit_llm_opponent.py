@@ -6,8 +6,10 @@
 The rows are the round's dev split exactly as its export holds it (`rounds.datasets.round_split`); a round with
 fewer than --min-rows dev rows (a young task) falls back to a stable, label-balanced sample of the imported train
 items (`modelzoo.demo.opponent_rows`), and the output says so. Never a test split: every round's test split is
-where the opponent is evaluated. Each run makes a new model version (the newest is the task's opponent); the
-provider and label words come from the task's `opponent` settings.
+where the opponent is evaluated. Each run makes a new model version; the provider and label words come from the
+task's `opponent` settings. The new version is then judged on held-out rows (`modelzoo.opponent.judge`: the largest
+of the task's test sets, `rounds.datasets.test_sets`, at most 300 rows of it): the newest version that does not fall
+short of the commonest label there by `opponent.MIN_MARGIN` is the task's opponent in verdicts.
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ class Command(BaseCommand):
             self.stdout.write(f"{task.slug}: no round has {o['min_rows']}+ dev rows yet; fitting on {rows.name}")
         began = time.perf_counter()
         try:
-            version = opponent.fit(task, rows, rows.name, max_rows=o["max_rows"])
+            version = opponent.fit(task, rows, rows.name, max_rows=o["max_rows"], held_out=self._held_out(task))
         except (ProviderError, opponent.NoOpponent) as exc:
             raise CommandError(f"could not fit the opponent: {exc}") from None
         fitted = version.hyperparameters["llm"]["fitted_on"]
@@ -59,8 +61,19 @@ class Command(BaseCommand):
             f"{task.slug}: {version.name} v{version.version}, offsets {offsets} fitted on {fitted['dataset']} "
             f"({fitted['size']} rows) in {time.perf_counter() - began:.1f} s: accuracy "
             f"{fitted['accuracy_before']:.3f} -> {fitted['accuracy_after']:.3f} on them"))
+        self.stdout.write(f"{task.slug}: {opponent.summary(version)}")
+        in_use = opponent.current(task)
+        self.stdout.write(f"{task.slug}: the opponent in verdicts is "
+                          + (f"{in_use.name} v{in_use.version}" if in_use else "none (no version earned its place)"))
         if not task.typed_config.opponent.enabled:
             self.stdout.write("note: the task's opponent setting is off; turn it on for the opponent to join verdicts")
+
+    @staticmethod
+    def _held_out(task: Task):
+        """The largest test set of the task (never fitted on), at most opponent.HELD_OUT_MAX rows of it."""
+        sets = [datasets.load(task, name) for name in datasets.test_sets(task)]
+        sets = [rows for rows in sets if rows.inputs]
+        return opponent.sample(max(sets, key=lambda rows: len(rows.inputs))) if sets else None
 
     def _dev_rows(self, task: Task, number: int | None, min_rows: int):
         rounds = Round.objects.filter(task=task).order_by("-number")
