@@ -3,21 +3,28 @@
 
 A verdict's first use of an ensemble in a process pays for loading every member from disk, the first forward
 pass (finding the frozen trunk the members share, the first call into torch's kernels) and, where the task has
-one, loading the language model opponent; the next verdict pays for none of it. So every process that scores
-warms the open rounds' ensembles itself, in the background, before a writer asks:
+one, loading the language model opponent; the next verdict pays for none of it. Most of that is paid once per
+process, whatever the ensemble: importing transformers' model code (8 of the 9.4 s of a process's first model
+load; the next loads take 0.5 s) and loading the packaged language model. So every process that scores warms
+itself, in the background, before a writer asks:
 
-- when it starts: the serving process of the embedded default (`manage.py runserver`, or a WSGI server whose
-  jobs run inline), and every Celery worker (each pool process) — the scoring worker (through TorchServe, whose
-  registration loads the models; the warm-up's forward pass warms its handler) and the explainer (in process);
+- when it starts: `warm_process` pays those per-process costs (a tiny model of each head the open tasks use,
+  loaded and run as a served model is, where models run in this process; the packaged language model of a task
+  whose opponent is on), and every ensemble already deployed is warmed;
 - when an ensemble is deployed by another process (in the embedded default, `manage.py demo_models` trains and
   deploys in a separate process while `runserver` serves; a round's pipeline runs in a `run_job` subprocess or
   on a worker): the `Warmer` thread reads the open rounds' active ensembles every `POLL_S` seconds (one query) and
-  warms one it has not warmed yet. A request never waits for the thread: it only ever waits for a model that the
-  thread is loading at that very moment, as it would have loaded it itself.
+  warms one it has not warmed yet.
+
+Which processes (`serving_role`): `manage.py runserver`'s serving process, a WSGI server whose jobs run inline,
+and every Celery worker (each pool process): the scoring worker (through TorchServe, whose registration loads the
+models; the warm-up's forward pass warms its handler) and the explainer (in process). A request never waits for
+the thread: it only ever waits for a model that the thread is loading at that very moment, as it would have
+loaded it itself.
 
 Warming an ensemble = the backend's `prepare` (load / register), one forward pass of the ensemble on an input of
 the task, one word map of it (the map's job runs next after every verdict), and one call of the task's language
-model opponent when it has one. Nothing is stored. Failures are logged and retried on the next deploy, never
+model opponent when it has one. Nothing is stored. A failure is logged and tried again after `RETRY_S`, never
 raised: warming is an optimisation, scoring loads what it needs anyway.
 """
 
@@ -92,6 +99,65 @@ def warm_ensemble(ensemble: Ensemble, explain: bool = True) -> dict[str, float]:
     return spent
 
 
+def warm_head(head: str, model_input: dict[str, str]) -> None:
+    """Pay a process's first-use costs of a head before any real model needs them: a tiny random model of the head
+    (the encoder's architecture, a few MB; zoo.training's TINY) saved, loaded as a served model is
+    (`runtime.Predictor.load`) and run once. Importing transformers' model code alone took 8 of the 9.4 s of a
+    process's first model load (the next loads: 0.5 s), and the first forward pass initialises torch's kernels."""
+    import tempfile
+    from pathlib import Path
+
+    from zoo import encoder, training
+    from zoo.heads import get_head
+    from zoo.runtime import Predictor
+
+    spec = training.TrainSpec(head=head, labels=["a", "b"] if get_head(head).labelled else [], encoder=training.TINY,
+                              max_length=32)
+    with tempfile.TemporaryDirectory(prefix="warm-") as folder:
+        path = training.save_artifact(training.build_model(spec), encoder.load_tokenizer(), spec,
+                                      {"note": "warm-up"}, Path(folder) / "tiny", {})
+        Predictor.load(path).predict([model_input])
+
+
+def warm_process(tasks, skip_heads: set[str] = frozenset()) -> dict[str, float]:
+    """What any first verdict in this process would pay whatever its ensemble (see `warm_head`), for the heads of
+    `tasks` (those with an open round), and the packaged language model of a task whose opponent is on (loading it
+    took 7.7 s of the first verdict under load): seconds per part."""
+    from modelzoo import opponent
+    from modelzoo.llm import provider_for
+    from modelzoo.serving import get_backend
+    from zoo.llm.opponent import LLMClassifier
+    from zoo.serving.inprocess import InProcessBackend
+
+    spent: dict[str, float] = {}
+    in_process = get_backend().name == InProcessBackend.name  # elsewhere the model server holds the models
+    for task in tasks if in_process else []:
+        head = task.kind_impl.head
+        if head in skip_heads or head in spent:
+            continue
+        started = time.perf_counter()
+        warm_head(head, sample_input(task))
+        spent[head] = time.perf_counter() - started
+    for task in tasks:
+        config = task.typed_config
+        if not config.opponent.enabled or not task.kind_impl.target_is_label or "opponent" in spent:
+            continue
+        started = time.perf_counter()
+        try:
+            LLMClassifier(provider_for(config.opponent.provider), list(config.labels),
+                          field_names=opponent.field_names(task)).predict([sample_input(task)])
+        except Exception as exc:  # noqa: BLE001 - a verdict leaves a failing opponent out, with the reason
+            log.info("warm-up: the language model of %s's opponent did not answer (%s)", task.slug, exc)
+        spent["opponent"] = time.perf_counter() - started
+    return spent
+
+
+def open_tasks() -> list:
+    from tasks.models import Task
+
+    return [task for task in Task.objects.filter(rounds__status="open").distinct().order_by("pk")]
+
+
 def open_ensembles() -> list[Ensemble]:
     return list(Ensemble.objects.filter(active=True, round__status="open").select_related("round__task")
                 .order_by("pk"))
@@ -104,6 +170,7 @@ class Warmer:
                  on_warm: Callable[[Ensemble, dict[str, float]], None] | None = None):
         self.poll_s, self.explain, self.on_warm = poll_s, explain, on_warm
         self.warmed: set[int] = set()
+        self.heads: set[str] = set()  # heads whose first-use costs this process has paid
         self.failed: dict[int, tuple[str, float]] = {}  # ensemble -> (why, when)
         self._stop = threading.Event()
         self.thread: threading.Thread | None = None
@@ -126,6 +193,7 @@ class Warmer:
                 continue
             self.failed.pop(ensemble.pk, None)
             self.warmed.add(ensemble.pk)
+            self.heads.add(ensemble.round.task.kind_impl.head)
             done.append(ensemble.pk)
             parts = ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
             log.info("warmed the ensemble of %s in %.2f s (%s)", ensemble.round, time.perf_counter() - started, parts)
@@ -133,11 +201,28 @@ class Warmer:
                 self.on_warm(ensemble, spent)
         return done
 
+    def warm_process(self) -> dict[str, float]:
+        started = time.perf_counter()
+        spent = warm_process(open_tasks(), skip_heads=self.heads)
+        self.heads |= {name for name in spent if name != "opponent"}
+        if spent:
+            parts = ", ".join(f"{k} {v:.2f} s" for k, v in spent.items())
+            log.info("warmed this process for the open tasks in %.2f s (%s)", time.perf_counter() - started, parts)
+        return spent
+
     def run(self) -> None:
         from django.apps import apps
 
         while not apps.ready and not self._stop.is_set():  # started from an AppConfig.ready: the others next
             self._stop.wait(0.1)
+        try:  # the ensembles deployed already first, then what any first verdict here would pay
+            close_old_connections()
+            self.poll_once()
+            self.warm_process()
+        except Exception as exc:  # noqa: BLE001 - warming never fails anything
+            log.warning("warm-up at start: %s", exc)
+        finally:
+            connection.close()
         while not self._stop.is_set():
             try:
                 close_old_connections()

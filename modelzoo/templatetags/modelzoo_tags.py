@@ -1,6 +1,11 @@
-"""`{% load modelzoo_tags %}{% model_training task %}`: on the task page, whether the open round's models are
-ready, and while they train (e.g. `make run` training the demo models in the background) how far they are.
-The tasks app renders the page without importing the model zoo."""
+"""`{% load modelzoo_tags %}`: whether the open round's models are ready, and while they train (e.g. `make run`
+training the demo models in the background) how far they are, and that submissions are saved meanwhile:
+
+- `{% model_training task %}` on the task page: the notice with each member's own progress;
+- `{% training_notice task %}` on the create page, and `{% training_notice task compact=True %}` on the home
+  page's task cards: the notice alone (nothing once the models are ready).
+
+The pages of other apps render it without importing the model zoo."""
 
 from __future__ import annotations
 
@@ -27,3 +32,8 @@ def training_state(task) -> dict[str, Any]:
 @register.inclusion_tag("modelzoo/_model_training.html")
 def model_training(task) -> dict[str, Any]:
     return {"task": task, **training_state(task)}
+
+
+@register.inclusion_tag("modelzoo/_training_notice.html")
+def training_notice(task, compact: bool = False) -> dict[str, Any]:
+    return {"task": task, "compact": compact, **training_state(task)}

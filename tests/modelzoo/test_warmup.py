@@ -62,6 +62,17 @@ def test_the_warmer_warms_a_redeployed_round_once_and_a_new_ensemble_again(loads
     assert warmer.poll_once() == [second.pk]
 
 
+def test_at_start_a_process_pays_its_first_use_costs_for_each_head_of_the_open_tasks(loads):
+    make_task("sentiment", slug="sentiment", config={"labels": ["negative", "positive"]})
+    make_task("qa", slug="qa")
+    make_task("nli", slug="nli")
+    warmer = warmup.Warmer()
+    spent = warmer.warm_process()
+    assert set(spent) == {"classification", "qa"}  # one tiny model per head, before any ensemble exists
+    assert loads == ["MainThread", "MainThread"] and warmer.heads == {"classification", "qa"}
+    assert warmer.warm_process() == {}  # paid once per process
+
+
 @pytest.mark.parametrize(("argv", "environ", "inline", "role"), [
     (["manage.py", "runserver", "127.0.0.1:8000"], {"RUN_MAIN": "true"}, True, "runserver"),
     (["manage.py", "runserver", "127.0.0.1:8000"], {}, True, None),  # the autoreloader's parent serves nothing
