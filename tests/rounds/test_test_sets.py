@@ -79,7 +79,7 @@ def test_intervals_are_wilson_for_a_share_and_a_bootstrap_for_f1():
 
 @pytest.mark.django_db
 def test_a_worse_retraining_on_sets_too_small_to_decide_is_deployed_and_the_comparison_says_why(task, live,  # noqa: F811
-                                                                                                personas):
+                                                                                                personas, client):
     run = services.start_pipeline(task, personas.owner)
     run.refresh_from_db()
     compare = run.steps.get(name="compare")
@@ -88,5 +88,9 @@ def test_a_worse_retraining_on_sets_too_small_to_decide_is_deployed_and_the_comp
     assert rows[datasets.BASE_TEST]["delta"] < -1.0 and rows[datasets.BASE_TEST]["small"] is True
     assert run.comparison["worse"] == [] and set(run.comparison["small"]) == {"base test", "round 1 test"}
     assert f"too small to decide (fewer than {datasets.MIN_TEST_SIZE} rows)" in compare.log
+    client.force_login(personas.owner)
+    page = " ".join(client.get(f"/console/jobs/{run.pk}/").content.decode().split())
+    assert "base test <span class=\"tag warn\">small set: decides nothing</span>" in page
+    assert f"A set of fewer than {datasets.MIN_TEST_SIZE} examples is shown but never stops a deploy" in page
     scored = EnsembleScore.objects.get(task=task, round_number=2, dataset=datasets.BASE_TEST)
     assert scored.metrics["intervals"]["accuracy"] == share_interval(scored.metrics["accuracy"], scored.size)

@@ -48,7 +48,7 @@
     table.rows.forEach((r) => {
       const tr = body.insertRow();
       if ((table.worse || []).includes(r.label)) tr.className = "bad";
-      [r.label, String(r.size), pct(r.live), pct(r.new), r.delta == null ? "–" : r.delta.toFixed(1)].forEach((v) => {
+      [r.small ? r.label + " (small set: decides nothing)" : r.label, String(r.size), pct(r.live), pct(r.new), r.delta == null ? "–" : r.delta.toFixed(1)].forEach((v) => {
         tr.insertCell().textContent = v;
       });
     });
