@@ -1,6 +1,8 @@
 """Context sampling strategies: a small registry keyed by the task setting `sampling`.
 
-Each strategy orders a queryset of candidate contexts and returns one; the caller counts the use.
+Each strategy orders a queryset of candidate contexts and returns one; the caller counts the use. The names are
+written once in `tasks.choices` (the task settings, below this app, accept them): the registry holds exactly
+those, checked when this module loads.
 """
 
 from __future__ import annotations
@@ -10,15 +12,20 @@ from collections.abc import Callable
 
 from django.db.models import F, QuerySet
 
+from tasks import choices
 from tasks.models import Context
+from zoo.registry import Registry
 
 Strategy = Callable[[QuerySet[Context]], Context | None]
+STRATEGIES: Registry[Strategy] = Registry("sampling strategy")
 
 
+@STRATEGIES.register(choices.LEAST_USED)
 def least_used(candidates: QuerySet[Context]) -> Context | None:
     return candidates.order_by("times_used", "id").first()
 
 
+@STRATEGIES.register(choices.HARDNESS_FIRST)
 def hardness_first(candidates: QuerySet[Context]) -> Context | None:
     """Among the least-used contexts, the hardness-seeded ones first, hardest first."""
     return candidates.order_by(
@@ -26,6 +33,7 @@ def hardness_first(candidates: QuerySet[Context]) -> Context | None:
     ).first()
 
 
+@STRATEGIES.register(choices.UNIFORM)
 def uniform(candidates: QuerySet[Context]) -> Context | None:
     count = candidates.count()
     if not count:
@@ -33,15 +41,8 @@ def uniform(candidates: QuerySet[Context]) -> Context | None:
     return candidates.order_by("id")[random.randrange(count)]
 
 
-STRATEGIES: dict[str, Strategy] = {
-    "least_used": least_used,
-    "hardness_first": hardness_first,
-    "uniform": uniform,
-}
+STRATEGIES.require(choices.SAMPLING, exactly=True)
 
 
 def get_strategy(name: str) -> Strategy:
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise KeyError(f"unknown sampling strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+    return STRATEGIES.lookup(name)

@@ -2,7 +2,8 @@
 
 Workers claim an example with a conditional update on `scoring_attempts`, and store the verdict only
 if their claim is still the latest one, so two workers never store a verdict for the same example twice.
-"Fooled" is always decided here, by the task kind (`is_fooled`), from the stored ensemble prediction.
+"Fooled" is always decided here, by the task kind's rule (through `tasks.kinds.is_fooled`), from the stored
+ensemble prediction.
 
 Failure path: a retryable serving error (server down or starting, a model still loading, an overload) keeps the
 example pending and is tried again with exponential backoff (capped at SCORING_RETRY_MAX_SECONDS); after
@@ -50,7 +51,8 @@ from annotation import signals
 from annotation.models import Example
 from modelzoo import opponent
 from modelzoo.services import explain_verdict, predict_for_round
-from tasks.models import Round, Task
+from tasks.kinds import is_fooled
+from tasks.models import Round
 from zoo.types import BackendError, NoEnsembleYet, RoundVerdict
 
 log = logging.getLogger(__name__)
@@ -96,10 +98,6 @@ def backoff_seconds(attempts: int) -> float:
 
 def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = False) -> list[RoundVerdict]:
     return predict_for_round(round, model_inputs, explain=explain)
-
-
-def is_fooled(task: Task, target: Any, ensemble_prediction: dict[str, Any]) -> bool:
-    return task.kind_impl.is_fooled(task.typed_config, target, ensemble_prediction)
 
 
 def model_input_for(example: Example) -> dict[str, str]:

@@ -47,6 +47,8 @@ from rest_framework import exceptions
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 
+from zoo.registry import Registry
+
 log = logging.getLogger(__name__)
 OK, DEGRADED, DOWN, EMBEDDED = "ok", "degraded", "down", "embedded"
 
@@ -183,19 +185,19 @@ class StuckWork:
     order: int
 
 
-CHECKS: dict[str, Check] = {}
-STUCK_WORK: dict[str, StuckWork] = {}
+CHECKS: Registry[Check] = Registry("health check")
+STUCK_WORK: Registry[StuckWork] = Registry("kind of stuck work")
 
 
 def register(name: str, run: Callable[[], dict[str, Any]], *, order: int, label: str, needs_database: bool = True,
              keeps_up: tuple[str, ...] = ()) -> None:
     """Add (or replace) a check; apps register theirs in `AppConfig.ready`. The report lists checks by `order`."""
-    CHECKS[name] = Check(name, run, order, label, needs_database, tuple(keeps_up))
+    CHECKS.register(name, Check(name, run, order, label, needs_database, tuple(keeps_up)), replace=True)
 
 
 def register_stuck(key: str, count: Callable[[], tuple[Any, bool]], *, order: int) -> None:
     """Add (or replace) a kind of stuck work under the `stuck` check, as `key` in its details."""
-    STUCK_WORK[key] = StuckWork(key, count, order)
+    STUCK_WORK.register(key, StuckWork(key, count, order), replace=True)
 
 
 def label(name: str) -> str:

@@ -2,7 +2,9 @@
 
 A score reads what it needs from a `ScoringContext`: the weak scorer's probabilities and features, and
 lazily computed extras (several early-stopped runs for EL2N, per-epoch probabilities for data maps, the
-deep per-sample gradient norms). Adding a score is adding one decorated function.
+deep per-sample gradient norms). Adding a score is adding one decorated function. The names a task's seeding may
+use are written in `tasks.choices` (the task settings, below this app, accept them); this registry holds them,
+checked when this module loads.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
+from tasks import choices
+from zoo.registry import Registry
 
 EPS = 1e-12
 
@@ -45,23 +50,20 @@ class ScoreSpec:
     doc: str
 
 
-SCORES: dict[str, ScoreSpec] = {}
+SCORES: Registry[ScoreSpec] = Registry("score")
 
 
 def register(name: str, *, needs_labels: bool = True) -> Callable:
+    """@register(name) adds the decorated function as the score `name` (its docstring says what it measures)."""
     def wrap(fn: Callable[[ScoringContext], np.ndarray]) -> Callable[[ScoringContext], np.ndarray]:
-        SCORES[name] = ScoreSpec(name, fn, needs_labels, (fn.__doc__ or "").strip())
+        SCORES.register(name, ScoreSpec(name, fn, needs_labels, (fn.__doc__ or "").strip()))
         return fn
 
     return wrap
 
 
 def compute(name: str, ctx: ScoringContext) -> np.ndarray:
-    try:
-        spec = SCORES[name]
-    except KeyError:
-        raise KeyError(f"unknown score {name!r}; known: {', '.join(sorted(SCORES))}") from None
-    return np.asarray(spec.fn(ctx), dtype=np.float64)
+    return np.asarray(SCORES.lookup(name).fn(ctx), dtype=np.float64)
 
 
 def label_free_scores() -> list[str]:
@@ -110,13 +112,13 @@ def data_map(epoch_probs: list[np.ndarray], labels: np.ndarray) -> DataMap:
 # --- the registry ------------------------------------------------------------------------------------------
 
 
-@register("loss")
+@register(choices.LOSS)
 def _loss(ctx: ScoringContext) -> np.ndarray:
     """Cross-entropy of the gold label under the weak scorer."""
     return loss_of(ctx.probs, ctx.gold())
 
 
-@register("gradnorm")
+@register(choices.GRADNORM)
 def _gradnorm(ctx: ScoringContext) -> np.ndarray:
     """Gradient norm over the linear head (closed form ‖p − y‖·sqrt(‖h‖² + 1))."""
     if ctx.features is None:
@@ -124,13 +126,13 @@ def _gradnorm(ctx: ScoringContext) -> np.ndarray:
     return head_gradnorm(ctx.probs, ctx.features, ctx.gold())
 
 
-@register("gradnorm_deep")
+@register(choices.GRADNORM_DEEP)
 def _gradnorm_deep(ctx: ScoringContext) -> np.ndarray:
     """Per-sample gradient norm over the top encoder block and the head (torch.func, batched)."""
     return np.asarray(ctx.get("gradnorm_deep"))
 
 
-@register("el2n")
+@register(choices.EL2N)
 def _el2n(ctx: ScoringContext) -> np.ndarray:
     """‖p − onehot(y)‖ averaged over several early-stopped runs (Paul et al. 2021)."""
     runs = ctx.get("el2n_runs")
@@ -161,3 +163,6 @@ def _margin(ctx: ScoringContext) -> np.ndarray:
     """1 − (p_top1 − p_top2): small margins between the two likeliest labels score high (label-free)."""
     top = np.sort(ctx.probs, axis=1)[:, -2:]
     return 1.0 - (top[:, 1] - top[:, 0])
+
+
+SCORES.require(choices.SEEDING_SCORES)  # every score a task's seeding may name

@@ -10,16 +10,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+from zoo.registry import Registry
+
 Selector = Callable[[np.ndarray | None, np.ndarray, int, int], np.ndarray]
-SELECTIONS: dict[str, Selector] = {}
-
-
-def register(name: str) -> Callable[[Selector], Selector]:
-    def wrap(fn: Selector) -> Selector:
-        SELECTIONS[name] = fn
-        return fn
-
-    return wrap
+SELECTIONS: Registry[Selector] = Registry("selection")
 
 
 def _per_label(labels: np.ndarray, pick: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
@@ -28,7 +22,7 @@ def _per_label(labels: np.ndarray, pick: Callable[[np.ndarray], np.ndarray]) -> 
     return np.sort(np.concatenate(chosen)) if chosen else np.zeros(0, dtype=np.int64)
 
 
-@register("hardest")
+@SELECTIONS.register("hardest")
 def hardest_k(scores: np.ndarray | None, labels: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
     """The k highest-scoring positions per label (fewer when a label has fewer than k)."""
     assert scores is not None
@@ -36,14 +30,14 @@ def hardest_k(scores: np.ndarray | None, labels: np.ndarray, k: int, seed: int =
     return _per_label(labels, lambda pos: pos[np.lexsort((pos, -scores[pos]))][:k])
 
 
-@register("easiest")
+@SELECTIONS.register("easiest")
 def easiest_k(scores: np.ndarray | None, labels: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
     """The k lowest-scoring positions per label (the control)."""
     assert scores is not None
     return _per_label(labels, lambda pos: pos[np.lexsort((pos, scores[pos]))][:k])
 
 
-@register("random")
+@SELECTIONS.register("random")
 def random_k(scores: np.ndarray | None, labels: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
     """k positions per label drawn without replacement; the same seed gives the same sample."""
     rng = np.random.default_rng(seed)
@@ -51,8 +45,4 @@ def random_k(scores: np.ndarray | None, labels: np.ndarray, k: int, seed: int = 
 
 
 def select(strategy: str, scores: np.ndarray | None, labels: np.ndarray, k: int, seed: int = 0) -> np.ndarray:
-    try:
-        fn = SELECTIONS[strategy]
-    except KeyError:
-        raise KeyError(f"unknown selection {strategy!r}; known: {', '.join(sorted(SELECTIONS))}") from None
-    return fn(scores, np.asarray(labels), k, seed)
+    return SELECTIONS.lookup(strategy)(scores, np.asarray(labels), k, seed)

@@ -36,9 +36,10 @@ from hardness.deep import gradnorm_deep
 from hardness.sanity import share_misclassified
 from hardness.scorers import FeatureScorer, HeadScorer, Inputs, Scorer, as_scorer, segments
 from hardness.weak import EL2N_RUNS, TrainingReport, WeakClassifier, fit_weak_classifier, fit_weak_span_scorer
+from tasks import choices
 from tasks.models import Context, LabeledItem, Round, Task
 
-SPAN_SCORES = ("loss", "gradnorm", "el2n")
+SPAN_SCORES = choices.SPAN_SEEDING_SCORES  # what the weak span scorer (QA) computes
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class SeedResult:
     contexts_scored: int
     contexts_seeded: int
     seeds_misclassified: float  # share of seeded items the scorer gets wrong (a sanity figure)
-    score: str = "loss"
+    score: str = choices.DEFAULT_SEEDING_SCORE
     pool_size: int = 0  # pool items before sampling (items_scored ≤ pool_max of them)
     training: TrainingReport | None = field(default=None, compare=False)  # the weak scorer's, when trained here
     scorer: Any = field(default=None, compare=False, repr=False)
@@ -120,7 +121,7 @@ def scoring_context(scorer: Scorer, inputs: Inputs, labels: np.ndarray | None, s
         probs, features, runs = scorer.run_probs[0], scorer.pool_features, scorer.run_probs
     else:
         probs = scorer.predict_proba(inputs)
-        features = scorer.features(inputs) if score == "gradnorm" and isinstance(scorer, FeatureScorer) else None
+        features = scorer.features(inputs) if score == choices.GRADNORM and isinstance(scorer, FeatureScorer) else None
         runs = [probs]
     providers: dict[str, Callable] = {"el2n_runs": lambda: runs}
     if isinstance(scorer, HeadScorer) and labels is not None:
@@ -165,7 +166,7 @@ def _score_label_items(task: Task, items: list[LabeledItem], scorer: Scorer | No
         return _Scored(items, np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), float("nan"),
                        None, scorer)
     if scorer is None:
-        scorer = default_scorer(task, items, runs=EL2N_RUNS if score == "el2n" else 1, **weak)
+        scorer = default_scorer(task, items, runs=EL2N_RUNS if score == choices.EL2N else 1, **weak)
     names = list(scorer.labels)
     labels = np.array([names.index(task.kind_impl.target_label(i.target)) for i in items])
     ctx = scoring_context(scorer, item_inputs(task, items), labels, score)
@@ -188,7 +189,7 @@ def _score_span_items(task: Task, items: list[LabeledItem], score: str, k: int, 
         encoder, tokenizer = weak_encoder(encoder_name, seed)
     scorer = fit_weak_span_scorer(encoder, tokenizer, item_inputs(task, items), [i.target for i in items],
                                   min_steps=config.seeding.min_steps if min_steps is None else min_steps, seed=seed,
-                                  runs=EL2N_RUNS if score == "el2n" else 1)
+                                  runs=EL2N_RUNS if score == choices.EL2N else 1)
     values = scorer.score(score)
     chosen = selection.select("hardest", values, groups, k)
     mis = float(scorer.wrong[chosen].mean()) if len(chosen) else float("nan")

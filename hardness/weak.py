@@ -22,6 +22,7 @@ from torch import nn
 from hardness.encoding import embed_texts
 from hardness.heads import HeadTraining, probs_of, train_linear_head
 from hardness.scorers import HeadScorer, segments
+from tasks import choices
 
 EL2N_RUNS = 3
 SPAN_MAX_LENGTH = 256
@@ -154,13 +155,13 @@ class WeakSpanScorer:
     wrong: np.ndarray  # the predicted start or end token is not the gold one
 
     def score(self, name: str) -> np.ndarray:
-        if name == "loss":
+        if name == choices.LOSS:
             return self.span_loss
-        if name == "el2n":
+        if name == choices.EL2N:
             return np.mean(self.run_error_norms, axis=0)
-        if name == "gradnorm":
+        if name == choices.GRADNORM:
             return self.head_gradnorm
-        raise KeyError(f"score {name!r} is not available for QA; use loss, gradnorm or el2n")
+        raise KeyError(f"score {name!r} is not available for QA; use one of {', '.join(choices.SPAN_SEEDING_SCORES)}")
 
 
 def fit_weak_span_scorer(

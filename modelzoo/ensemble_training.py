@@ -67,8 +67,7 @@ def train_ensemble(task, labelled: data.LabelledSet, seeds: Sequence[int], *, na
                    evaluate_on: Sequence[data.LabelledSet] = (), echo: Progress | None = None) -> list[ModelVersion]:
     """One ready model version per seed, trained on `labelled` with `recipe`. `echo(done, total, stats)` gets
     the progress of the whole ensemble (e.g. a CLI bar, or the pipeline's step progress)."""
-    if recipe not in RECIPES:
-        raise ValueError(f"recipe must be one of {', '.join(RECIPES)}")
+    RECIPES.lookup(recipe)  # an unknown recipe: a ValueError naming the known ones
     if not labelled.inputs:
         raise ValueError(f"no training examples in {labelled.name}")
     names = list(names or [f"{task.slug}-s{seed}" for seed in seeds])

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dynabench_site.errors import InvalidInput
 from tasks.models import pydantic_message
+from zoo.recipes import CACHED_TOP, RECIPES
 
 
 class PipelineOptions(BaseModel):
@@ -17,9 +18,9 @@ class PipelineOptions(BaseModel):
     seeds: list[int] = Field(default_factory=lambda: [0, 1, 2], min_length=1, max_length=10)
     epochs: int = Field(2, ge=1, le=20)
     batch_size: int = Field(16, ge=1, le=256)
-    recipe: Literal["cached-top", "full"] = Field(
-        "cached-top", description='training recipe (zoo.recipes): "cached-top" (frozen lower layers encoded '
-        'once, top blocks per seed, early stopping) or "full" (every layer, `epochs` passes)')
+    recipe: Literal[tuple(RECIPES)] = Field(  # type: ignore[valid-type]
+        CACHED_TOP, description="training recipe (zoo.recipes): "
+        + "; ".join(f'"{name}" ({about})' for name, about in RECIPES.items()))
     encoder: str | None = Field(None, description='None: the pretrained encoder; "tiny": a small random one (tests)')
     k: int | None = Field(None, ge=0, le=10000, description="hardness seeds per label; None: the task's seeding.k_per_label")
     pool_max: int | None = Field(None, ge=1, description="pool items scored for hardness (a stable sample); "

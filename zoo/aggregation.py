@@ -10,26 +10,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from zoo.registry import Registry
+
 Strategy = Callable[[list[dict[str, Any]]], dict[str, Any]]
-STRATEGIES: dict[str, Strategy] = {}
-
-
-def strategy(name: str) -> Callable[[Strategy], Strategy]:
-    def register(func: Strategy) -> Strategy:
-        STRATEGIES[name] = func
-        return func
-
-    return register
+STRATEGIES: Registry[Strategy] = Registry("aggregation strategy")
 
 
 def get_strategy(name: str) -> Strategy:
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise KeyError(f"unknown aggregation strategy {name!r}; known: {', '.join(STRATEGIES)}") from None
+    return STRATEGIES.lookup(name)
 
 
-@strategy("mean_probs")
+@STRATEGIES.register("mean_probs")
 def mean_probs(predictions: list[dict[str, Any]]) -> dict[str, Any]:
     """Average the class probabilities; the label is the arg-max (ties: the first label in the members' order)."""
     if not predictions:
@@ -40,7 +31,7 @@ def mean_probs(predictions: list[dict[str, Any]]) -> dict[str, Any]:
     return {"label": best, "probs": probs}
 
 
-@strategy("majority_vote")
+@STRATEGIES.register("majority_vote")
 def majority_vote(predictions: list[dict[str, Any]]) -> dict[str, Any]:
     """Most members' label; ties go to the higher mean probability."""
     mean = mean_probs(predictions)
@@ -49,7 +40,7 @@ def majority_vote(predictions: list[dict[str, Any]]) -> dict[str, Any]:
     return {"label": best, "probs": mean["probs"]}
 
 
-@strategy("best_mean_span")
+@STRATEGIES.register("best_mean_span")
 def best_mean_span(predictions: list[dict[str, Any]]) -> dict[str, Any]:
     """The span (by character offsets) with the best mean score over members; a member that did not propose
     a span scores 0 for it."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from zoo.registry import Registry
+
 
 @dataclass(frozen=True)
 class MethodSpec:
@@ -24,25 +26,23 @@ OCCLUSION = "occlusion"
 INPUT_X_GRADIENT = "input_x_gradient"
 INTEGRATED_GRADIENTS = "integrated_gradients"
 
-METHOD_SPECS: dict[str, MethodSpec] = {
-    spec.name: spec
-    for spec in (
-        # faithful by construction: the drop in the ensemble's probability of its answer without the word
-        MethodSpec(OCCLUSION, "word occlusion", "word occlusion"),
-        # gradient of the target logit x the word embedding
-        MethodSpec(INPUT_X_GRADIENT, "input × gradient", "input × gradient", approximate=True),
-        # Captum LayerIntegratedGradients from a [PAD] baseline
-        MethodSpec(INTEGRATED_GRADIENTS, "integrated gradients", "integrated gradients from a blank ([PAD]) input"),
-    )
-}
+METHOD_SPECS: Registry[MethodSpec] = Registry("explanation method")
+for _spec in (
+    # faithful by construction: the drop in the ensemble's probability of its answer without the word
+    MethodSpec(OCCLUSION, "word occlusion", "word occlusion"),
+    # gradient of the target logit x the word embedding
+    MethodSpec(INPUT_X_GRADIENT, "input × gradient", "input × gradient", approximate=True),
+    # Captum LayerIntegratedGradients from a [PAD] baseline
+    MethodSpec(INTEGRATED_GRADIENTS, "integrated gradients", "integrated gradients from a blank ([PAD]) input"),
+):
+    METHOD_SPECS.register(_spec.name, _spec)
 METHODS: tuple[str, ...] = tuple(METHOD_SPECS)
 DEFAULT_METHOD = OCCLUSION
 METHOD_NAMES: dict[str, str] = {name: spec.label for name, spec in METHOD_SPECS.items()}
 
 
 def check_method(method: str) -> None:
-    if method not in METHOD_SPECS:
-        raise ValueError(f"unknown explanation method {method!r}; known: {', '.join(METHODS)}")
+    METHOD_SPECS.lookup(method)  # an unknown method: UnknownName (a ValueError) naming the known ones
 
 
 def described() -> list[dict[str, object]]:

@@ -31,6 +31,7 @@ import torch
 from zoo import encoder as enc
 from zoo import precision
 from zoo.heads import HEADS, get_head
+from zoo.registry import Registry
 from zoo.runtime import configure_threads
 from zoo.training import (
     TrainExample,
@@ -43,7 +44,10 @@ from zoo.training import (
 
 CACHED_TOP = "cached-top"
 FULL = "full"
-RECIPES = (CACHED_TOP, FULL)
+# name -> what it does, in a few words (the round pipeline's `recipe` option offers these names and says this)
+RECIPES: Registry[str] = Registry("training recipe")
+RECIPES.register(CACHED_TOP, "frozen lower layers encoded once, top blocks per seed, early stopping")
+RECIPES.register(FULL, "every layer, `epochs` passes")
 
 Progress = Callable[[int, int, dict[str, float]], None]  # (done, total, {"loss", "member", "phase"})
 

@@ -13,24 +13,22 @@ from exports.formats.base import ExportFormat, RecordWriter
 from exports.formats.csv_format import CsvFormat
 from exports.formats.jsonl import JsonlFormat
 from exports.formats.parquet import ParquetFormat
-
-FORMATS: dict[str, ExportFormat] = {}
+from zoo.registry import Registry
 
 
 class UnknownFormat(InvalidInput, ValueError):
     pass
 
 
+FORMATS: Registry[ExportFormat] = Registry("format", error=UnknownFormat)  # an unknown name: a 400 answer
+
+
 def register(fmt: ExportFormat) -> ExportFormat:
-    FORMATS[fmt.name] = fmt
-    return fmt
+    return FORMATS.register(fmt.name, fmt)
 
 
 def get_format(name: str) -> ExportFormat:
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise UnknownFormat(f"unknown format {name!r}; choose one of: {', '.join(FORMATS)}") from None
+    return FORMATS.lookup(name)
 
 
 for _fmt in (JsonlFormat(), CsvFormat(), ParquetFormat()):

@@ -15,6 +15,7 @@ import torch
 from django.conf import settings
 
 from research.hardbench import HardbenchConfig, run
+from research.hardbench.pool import DEFAULT_STRATEGIES
 from zoo.encoder import load_encoder, load_tokenizer
 
 
@@ -37,7 +38,7 @@ def parser(data_dir: Path, var_dir: Path) -> argparse.ArgumentParser:
         "Score SST-2 train with a weak scorer, build hard/random k-shot sets, train a target, write a report."))
     p.add_argument("--k", type=_ints, default=[16, 64, 500], help="k per label, comma-separated")
     p.add_argument("--seeds", type=_ints, default=[0, 1, 2])
-    p.add_argument("--strategies", type=_names, default=["random", "loss", "gradnorm", "gradnorm_deep"],
+    p.add_argument("--strategies", type=_names, default=list(DEFAULT_STRATEGIES),
                    help="random, a score name (hardest k), or easiest:<score>")
     p.add_argument("--max-train-rows", type=int, default=None, help="first N SST-2 train rows (all by default)")
     p.add_argument("--epochs", type=int, default=3, help="target fine-tuning epochs")

@@ -22,8 +22,10 @@ from hardness.encoding import embed_texts
 from hardness.heads import probs_of, train_linear_head
 from research.hardbench.data import TextSet, load_sst2
 
+# The reproduction's comparison (the paper's: random against the hardest k by three scores), a choice of the study.
 DEFAULT_STRATEGIES = ["random", "loss", "gradnorm", "gradnorm_deep"]
-ALL_SCORES = ["loss", "gradnorm", "gradnorm_deep", "el2n", "datamap_low_confidence", "datamap_variability"]
+# Every score that reads gold labels (the registry's; the label-free ones are for contexts), computed once per pool.
+ALL_SCORES = [name for name, spec in scores.SCORES.items() if spec.needs_labels]
 
 
 @dataclass

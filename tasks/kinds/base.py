@@ -14,11 +14,18 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dynabench_site.errors import InvalidInput
 from dynabench_site.text import text_problem
+from tasks import choices
 from zoo import explain_methods
+from zoo import llm as llm_providers
 from zoo.llm import endpoints as llm_endpoints
 
-# The explanation methods a task may name, as a Literal (an enum in the schema, a choice on the settings page).
+# Every choice a setting offers is its registry's names, as a Literal (an enum in the schema, a choice on the
+# settings page): the model library's registries are read directly; those of the apps above `tasks` (context
+# sampling, hardness scores) through the names they register under, written once in `tasks.choices`.
 ExplanationMethod = Literal[explain_methods.METHODS]  # type: ignore[valid-type]
+SamplingStrategy = Literal[choices.SAMPLING]  # type: ignore[valid-type]
+SeedingScore = Literal[choices.SEEDING_SCORES]  # type: ignore[valid-type]
+ProviderName = Literal[tuple(llm_providers.PROVIDERS)]  # type: ignore[valid-type]
 RATE_RE = re.compile(r"^\d+/(s|sec|m|min|h|hour|d|day)$")
 
 
@@ -109,9 +116,10 @@ class SeedingSettings(_Strict):
     """How the next round is seeded (Hard-Bench, docs/seeding.md): a weak model is trained on the candidate
     pool, scores every pool item, and the k hardest per label become the round's seeds."""
 
-    score: Literal["loss", "gradnorm", "gradnorm_deep", "el2n"] = Field(
-        "loss", description="The hardness score of the weak scorer: loss, head gradient norm, gradient norm of "
-                            "the top block and head, or EL2N (error norm averaged over 3 runs).")
+    score: SeedingScore = Field(
+        choices.DEFAULT_SEEDING_SCORE,
+        description="The hardness score of the weak scorer: loss, head gradient norm, gradient norm of the top "
+                    "block and head, or EL2N (error norm averaged over 3 runs).")
     k_per_label: int = Field(10, ge=0, le=10000, description="Seeds per label (QA: in all); 0 turns seeding off.")
     pool_max: int = Field(5000, ge=1, le=1_000_000, description="At most this many pool items are scored "
                                                              "(a stable sample: the same items every time).")
@@ -153,8 +161,7 @@ class LLMProviderSettings(_Strict):
     Stored configs from before (`base_url`, `api_key_env`) still load: an address the operator has configured
     becomes that endpoint's name, any other becomes "default" (`_from_addresses`); saving stores the new form."""
 
-    provider: Literal["local", "openai"] = Field("local", description="local: the packaged SmolLM2-135M-Instruct "
-                                                 "(offline); openai: one of the site's OpenAI-compatible endpoints.")
+    provider: ProviderName = Field("local", description=llm_providers.described())
     endpoint: str = Field(llm_endpoints.DEFAULT, max_length=40, pattern=r"^[a-z][a-z0-9_-]{0,39}$",
                           json_schema_extra=_endpoint_choices,
                           description="HTTP only: which of the site's endpoints answers (its address and key are "
@@ -227,7 +234,7 @@ class TaskConfig(_Strict):
     context_fields: list[str] = Field(default_factory=list)
     input_fields: list[str] = Field(default_factory=lambda: ["text"], min_length=1)
     max_input_chars: int = Field(500, ge=1, le=20000)
-    sampling: Literal["least_used", "hardness_first", "uniform"] = "hardness_first"
+    sampling: SamplingStrategy = choices.DEFAULT_SAMPLING
     submission_rate: str = "30/min"
     # How the verdict's word map is made (zoo.explain): word occlusion over the ensemble (faithful by
     # construction), or the gradient methods input x gradient / integrated gradients; the choices are

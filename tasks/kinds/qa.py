@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
+from tasks import choices
 from tasks.kinds.base import InputError, SeedingSettings, TaskConfig, TaskKind, clean_text
 
 
@@ -17,9 +18,10 @@ class QASeedingSettings(SeedingSettings):
     scores every pool question by span loss (or gradnorm, el2n); the k hardest in all become the round's seeds.
     (Question + passage pairs are ~10× longer than sentences: a pool of 1000 keeps seeding to a minute or two.)"""
 
-    score: Literal["loss", "gradnorm", "el2n"] = Field(  # type: ignore[assignment]  # QA has no gradnorm_deep
-        "loss", description="The hardness score of the weak span scorer: span loss (start + end cross-entropy), "
-                            "the head's gradient norm, or EL2N (error norm averaged over 3 runs).")
+    score: Literal[choices.SPAN_SEEDING_SCORES] = Field(  # type: ignore[assignment,valid-type]  # no gradnorm_deep
+        choices.DEFAULT_SEEDING_SCORE,
+        description="The hardness score of the weak span scorer: span loss (start + end cross-entropy), the head's "
+                    "gradient norm, or EL2N (error norm averaged over 3 runs).")
     pool_max: int = Field(1000, ge=1, le=1_000_000, description="At most this many pool items are scored "
                                                              "(a stable sample: the same items every time).")
     k_per_label: int = Field(10, ge=0, le=10000, description="Seeds in all (QA has no labels); 0 turns seeding off.")

@@ -18,14 +18,15 @@ from functools import cache
 from importlib import import_module
 from typing import TYPE_CHECKING
 
+from zoo.registry import Registry
+
 if TYPE_CHECKING:
     from zoo.heads.base import HeadSpec
 
 # name -> (label for people, "module.Class" of its HeadSpec). The names are stored in ModelVersion.head.
-HEADS: dict[str, tuple[str, str]] = {
-    "classification": ("Classification", "zoo.heads.classification.ClassificationHead"),
-    "qa": ("Span extraction (QA)", "zoo.heads.qa.QAHead"),
-}
+HEADS: Registry[tuple[str, str]] = Registry("model head")
+HEADS.register("classification", ("Classification", "zoo.heads.classification.ClassificationHead"))
+HEADS.register("qa", ("Span extraction (QA)", "zoo.heads.qa.QAHead"))
 
 
 def head_choices() -> list[tuple[str, str]]:
@@ -34,10 +35,7 @@ def head_choices() -> list[tuple[str, str]]:
 
 @cache
 def get_head(name: str) -> HeadSpec:
-    try:
-        _, path = HEADS[name]
-    except KeyError:
-        raise KeyError(f"unknown model head {name!r}; known heads: {', '.join(HEADS)}") from None
+    _, path = HEADS.lookup(name)
     module, _, cls = path.rpartition(".")
     return getattr(import_module(module), cls)()
 

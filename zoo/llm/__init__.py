@@ -12,29 +12,43 @@ docs/llm.md says what each provider does, how scoring works and what a failure m
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from zoo.llm.base import Generation, Provider, ProviderError, Scores, Usage
+from zoo.registry import Registry
 
 __all__ = ["PROVIDERS", "Generation", "Provider", "ProviderError", "Scores", "Usage", "build", "provider_names"]
 
-# name -> "module:Class", imported when built (the local provider loads a native library)
-PROVIDERS: dict[str, str] = {
-    "local": "zoo.llm.local:LocalProvider",
-    "openai": "zoo.llm.openai_http:OpenAIProvider",
-}
+
+class ProviderEntry(NamedTuple):
+    path: str  # "module:Class", imported when built (the local provider loads a native library)
+    about: str  # what it is, for people (the task setting's description)
+
+
+def _unknown(message: str) -> ProviderError:
+    return ProviderError(message, kind="config")
+
+
+PROVIDERS: Registry[ProviderEntry] = Registry("provider", error=_unknown)
+PROVIDERS.register("local", ProviderEntry("zoo.llm.local:LocalProvider",
+                                          "the packaged SmolLM2-135M-Instruct (offline)"))
+PROVIDERS.register("openai", ProviderEntry("zoo.llm.openai_http:OpenAIProvider",
+                                           "one of the site's OpenAI-compatible endpoints"))
 
 
 def provider_names() -> list[str]:
     return list(PROVIDERS)
 
 
+def described() -> str:
+    """Every provider and what it is, in one line ("local: …; openai: …"), for settings forms."""
+    return "; ".join(f"{name}: {entry.about}" for name, entry in PROVIDERS.items()) + "."
+
+
 def provider_class(name: str) -> type[Provider]:
     import importlib
 
-    if name not in PROVIDERS:
-        raise ProviderError(f"unknown provider {name!r}; expected one of {', '.join(PROVIDERS)}", kind="config")
-    module, _, attr = PROVIDERS[name].partition(":")
+    module, _, attr = PROVIDERS.lookup(name).path.partition(":")
     return getattr(importlib.import_module(module), attr)
 
 

@@ -8,27 +8,20 @@ imports `zoo.runtime` when it loads its first model): the site's settings read t
 
 from __future__ import annotations
 
+from zoo.registry import Registry
 from zoo.serving.base import Backend, BackendError, Config, ModelRef, environ
 from zoo.serving.inprocess import InProcessBackend
 from zoo.serving.torchserve import TorchServeBackend
 
-BACKENDS: dict[str, type[Backend]] = {
-    backend.name: backend
-    for backend in (
-        InProcessBackend,  # models loaded into this process (the default)
-        TorchServeBackend,  # TorchServe over HTTP, one TorchServe model per ensemble
-    )
-}
+BACKENDS: Registry[type[Backend]] = Registry("serving backend")
+BACKENDS.register(InProcessBackend.name, InProcessBackend)  # models loaded into this process (the default)
+BACKENDS.register(TorchServeBackend.name, TorchServeBackend)  # TorchServe over HTTP, one TorchServe model per ensemble
 DEFAULT_BACKEND = InProcessBackend.name
 
 
 def make_backend(name: str, config: Config = environ) -> Backend:
     """A new backend `name`, configured by `config` (`base.environ`: the process environment)."""
-    try:
-        backend = BACKENDS[name]
-    except KeyError:
-        raise ValueError(f"unknown MODEL_BACKEND {name!r}; expected one of: {', '.join(BACKENDS)}") from None
-    return backend.from_config(config)
+    return BACKENDS.lookup(name).from_config(config)
 
 
 __all__ = ["BACKENDS", "DEFAULT_BACKEND", "Backend", "BackendError", "ModelRef", "environ", "make_backend"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from hardness.services import seed_round
+from tasks import choices
 from tasks.models import Round
 
 
@@ -17,7 +18,8 @@ class Command(BaseCommand):
         parser.add_argument("task")
         parser.add_argument("round", type=int)
         parser.add_argument("--k", type=int, default=None, help="seeds per label (default: the task's k_per_label)")
-        parser.add_argument("--score", default=None, help="loss, gradnorm, gradnorm_deep or el2n (default: the task's)")
+        parser.add_argument("--score", default=None, choices=choices.SEEDING_SCORES,
+                            help="the hardness score (default: the task's seeding.score)")
         parser.add_argument("--pool-max", type=int, default=None, help="default: the task's pool_max")
         parser.add_argument("--encoder", choices=["tiny"], default=None,
                             help="the weak scorer's encoder (default: the pretrained one; tiny: a small random one)")
