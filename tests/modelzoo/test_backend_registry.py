@@ -44,7 +44,7 @@ def test_a_backend_reads_its_settings_by_name_from_the_site_or_the_environment(s
     plain = serving.make_backend("torchserve")  # the library alone: the environment
     assert plain.client.inference_url == "http://elsewhere:8080" and plain.batch_size == 16
     assert isinstance(serving.make_backend("inprocess"), InProcessBackend)
-    with pytest.raises(ValueError, match="unknown MODEL_BACKEND 'onnx'; expected one of: inprocess, torchserve"):
+    with pytest.raises(ValueError, match="unknown serving backend 'onnx'; choose one of: inprocess, torchserve"):
         serving.make_backend("onnx")
 
 

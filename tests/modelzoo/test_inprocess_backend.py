@@ -49,5 +49,5 @@ def test_the_backend_is_chosen_by_settings_and_kept(settings):
     assert get_backend().name == "inprocess"
     settings.MODEL_BACKEND = "torchserve"
     assert get_backend().name == "torchserve"
-    with pytest.raises(ValueError, match="unknown MODEL_BACKEND"):
+    with pytest.raises(ValueError, match="unknown serving backend"):
         make_backend("onnx")
