@@ -50,6 +50,7 @@ def api_urls(task: Task) -> dict[str, str]:
         "suggestions": reverse("api-suggestion-create", args=[task.slug]),
         "my_stats": f"{reverse('api-my-stats')}?{urlencode({'task': task.slug})}",
         "my_examples": f"{reverse('annotation-my-examples')}?{urlencode({'task': task.slug})}",
+        "guidelines_acknowledge": reverse("api-guidelines-acknowledge", args=[task.slug]),  # confirmed in place
     }
 
 

@@ -21,14 +21,25 @@ MAX_CHARS = 50_000
 
 
 class GuidelinesNotAcknowledged(Conflict):
+    """409 `guidelines`: the answer names the version, the page to read it on (`guidelines_url`), the API address
+    that acknowledges it (`acknowledge_url`, POST {"version": n}: the write and validate pages confirm in place, so
+    nothing typed is lost) and whether this is the worker's first version (`first_visit`): "changed" only when
+    they had acknowledged an earlier one."""
+
     code = "guidelines"
 
-    def __init__(self, task: Task, version: int):
+    def __init__(self, task: Task, version: int, first_visit: bool = True):
         url = reverse("tasks-guidelines", args=[task.slug])
-        super().__init__(
-            f"The guidelines of this task changed (version {version}); read and acknowledge them first: {url}",
-            extra={"guidelines_version": version, "guidelines_url": url},
-        )
+        if first_visit:
+            message = (f"Read this task's guidelines (version {version}) and confirm that you have read them before "
+                       f"you continue: {url}")
+        else:
+            message = (f"This task's guidelines changed (now version {version}): read them and confirm that you "
+                       f"have read them before you continue: {url}")
+        super().__init__(message, extra={
+            "guidelines_version": version, "guidelines_url": url, "first_visit": first_visit,
+            "acknowledge_url": reverse("api-guidelines-acknowledge", args=[task.slug]),
+        })
 
 
 def current(task: Task) -> Guidelines | None:
@@ -52,10 +63,14 @@ def publish(task: Task, text: str, by=None) -> Guidelines:
     return Guidelines.objects.create(task=task, version=version, text=text, created_by=by)
 
 
-def acknowledge(user, task: Task, version: int) -> None:
+def acknowledge(user, task: Task, version: int | None) -> None:
     latest = current(task)
-    if latest is None or version != latest.version:
-        raise Conflict("these are not the current guidelines; reload the page and read the current version")
+    if latest is None:
+        raise Conflict("this task has no guidelines to acknowledge")
+    if version != latest.version:
+        raise Conflict(f"these are not the current guidelines (version {latest.version}); read the current version "
+                       f"first: {reverse('tasks-guidelines', args=[task.slug])}",
+                       extra={"guidelines_version": latest.version})
     GuidelinesAcknowledgement.objects.get_or_create(user=user, task=task, version=version)
 
 
@@ -82,5 +97,6 @@ def check_acknowledged(user, task: Task) -> None:
         return
     latest = pending(user, task)
     if latest is not None:
-        raise GuidelinesNotAcknowledged(task, latest.version)
+        earlier = GuidelinesAcknowledgement.objects.filter(user=user, task=task, version__lt=latest.version).exists()
+        raise GuidelinesNotAcknowledged(task, latest.version, first_visit=not earlier)
     access_cache.put(name, True, generation)

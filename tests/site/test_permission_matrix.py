@@ -168,6 +168,10 @@ ROWS: list[Row] = [
     Row("api/^tasks/(?P<slug>[^/.]+)/$", "GET", p("/api/tasks/hidden/"), expect(HIDDEN, anonymous=HIDDEN,
                                                                                  only=("owner", "admin")), note="hidden"),
     Row("api/tasks/<slug:slug>/stats/", "GET", p("/api/tasks/sentiment/stats/"), EVERYONE),
+    Row("api/tasks/<slug:slug>/guidelines/acknowledge/", "POST", p("/api/tasks/sentiment/guidelines/acknowledge/"),
+        SIGNED, lambda w, u: {"version": 1}, json=True),
+    Row("api/tasks/<slug:slug>/guidelines/acknowledge/", "POST", p("/api/tasks/hidden/guidelines/acknowledge/"),
+        expect(HIDDEN, owner=ALLOWED, admin=ALLOWED), lambda w, u: {"version": 1}, json=True, note="hidden"),
     # --- API: the create flow ----------------------------------------------------------------------
     Row("api/tasks/<slug:slug>/contexts/next/", "POST", p("/api/tasks/sentiment/contexts/next/"), WRITERS, json=True),
     Row("api/tasks/<slug:slug>/examples/", "POST", p("/api/tasks/sentiment/examples/"), WRITERS, SUBMISSION, json=True),

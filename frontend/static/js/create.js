@@ -164,6 +164,7 @@
   async function submit(event) {
     if (event) event.preventDefault();
     $("form-error").textContent = "";
+    if (!$("guidelines-gate").hidden) return showError(null, "Read the guidelines above and confirm them first.");
     const { input, target } = readForm();
     const long = tooLong();
     if (long) {
@@ -198,10 +199,34 @@
     setScoring(false);
     if (!result.ok) $("verdict").hidden = true;  // the placeholder goes; the reason shows by the form
     if (result.status === 429) return showError(null, `Too many submissions; wait ${result.retryAfter || "a few"} seconds.`);
+    if (result.status === 409 && result.data && result.data.code === "guidelines") return guidelinesRefusal(result.data);
     if (!result.ok) return showError(result.data);
     state.key = null;
     if (sandbox) showVerdict(result.data, true);
     else { state.example = result.data; showVerdict(result.data, false); clearInputs(); refreshFigures(); }
+  }
+
+  // --- the guidelines gate (tasks.guidelines): read and confirmed before writing, on this page -------------------
+  // Confirming goes through the API and never reloads: the typed text, the chosen label and the context stay. A
+  // writer meets unread guidelines before writing (the form waits for them); a version published while they write
+  // refuses the submission, with a link to the new version and a button that confirms it here.
+  const gate = window.dynabench.guidelines;
+
+  let gated = [];  // what the gate disabled, and only that, is enabled again
+  function setGate(closed) {
+    if (closed) {
+      gated = Array.from(document.querySelectorAll("#create-form textarea, #create-form input, #create-form button"))
+        .filter((node) => !node.disabled);
+      gated.forEach((node) => (node.disabled = true));
+    } else gated.splice(0).forEach((node) => (node.disabled = false));
+    $("guidelines-gate").hidden = !closed;
+  }
+
+  function guidelinesRefusal(data) {
+    gate.refusal($("form-error"), data, () => {
+      $("form-error").textContent = "Thank you. Your example, its label and the context are as you left them: submit it when ready.";
+      $("submit").focus();
+    });
   }
 
   // While the models score: the button says so, and the verdict card shows a spinner until the answer.
@@ -628,7 +653,10 @@
     countChars(node);
   });
   const first = document.querySelector("[data-input-field]");
-  if (first && !document.querySelector("#guidelines-ack")) first.focus();  // ready to type (unless guidelines wait)
+  if (gate.pending() !== null) {
+    setGate(true);
+    gate.panel(cfg.urls.guidelines_acknowledge, () => { setGate(false); if (first) first.focus(); });
+  } else if (first) first.focus();  // ready to type
   const passage = passageEl();
   if (passage) {
     passage.addEventListener("mouseup", onPassageSelect);
