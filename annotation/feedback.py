@@ -18,12 +18,24 @@ from tasks.models import Task
 
 VoteReasons = Callable[[list[int]], dict[int, list[str]]]
 _vote_reasons: VoteReasons | None = None
+# examples -> {id: (state, crowd votes so far)}: what the validation queue will do with each (validation.queue.outlook)
+Outlook = Callable[[list[Example]], dict[int, tuple[str, int]]]
+_outlook: Outlook | None = None
+
+# The queue's states, as validation.queue.outlook reports them.
+WAITING, OUT_OF_SCOPE, ROUND_CLOSED, CLOSED = "waiting", "out_of_scope", "round_closed", "closed"
 
 
 def provide_vote_reasons(reasons: VoteReasons) -> None:
     """Called once by validation: example ids -> the reasons its validators gave (flags, corrections)."""
     global _vote_reasons
     _vote_reasons = reasons
+
+
+def provide_outlook(outlook: Outlook) -> None:
+    """Called once by validation: what its queue will do with each example, by the queue's own rule."""
+    global _outlook
+    _outlook = outlook
 
 
 def my_examples(user, task: Task | None = None) -> QuerySet[Example]:
@@ -42,10 +54,38 @@ def can_appeal(example: Example) -> bool:
 
 def rows(examples: list[Example]) -> list[dict[str, Any]]:
     reasons = _vote_reasons([e.pk for e in examples]) if _vote_reasons and examples else {}
-    return [row(e, reasons.get(e.pk, [])) for e in examples]
+    queue = _outlook(examples) if _outlook and examples else {}
+    return [row(e, reasons.get(e.pk, []), queue.get(e.pk)) for e in examples]
 
 
-def row(example: Example, validator_reasons: list[str]) -> dict[str, Any]:
+def validation_state(example: Example, queued: tuple[str, int] | None) -> dict[str, Any]:
+    """Where the example stands in validation, in words its writer understands: decided (the outcome), on its way
+    (votes so far), or never to be validated and why. `queued`: what the queue will do with it (`Outlook`)."""
+    votes = queued[1] if queued else 0
+    if example.retracted:
+        return {"state": "retracted", "text": "Retracted: not validated.", "votes": votes}
+    if example.consensus != Example.Consensus.UNVALIDATED:
+        return {"state": "decided", "text": example.get_consensus_display(), "votes": votes}
+    if example.scoring_state == Example.Scoring.PENDING:
+        return {"state": "scoring", "text": "Waiting for the models' verdict; whether it is validated follows from it.",
+                "votes": 0}
+    if example.scoring_state == Example.Scoring.FAILED:
+        return {"state": "not_scored", "text": "Not scored, so not sent to validation; the task's owners can ask "
+                                               "for its verdict again.", "votes": 0}
+    state = queued[0] if queued else None
+    if state == WAITING:
+        said = f"{votes} vote{'s' if votes != 1 else ''} so far" if votes else "no votes yet"
+        return {"state": state, "text": f"Waiting for validators: {said}.", "votes": votes}
+    if state == OUT_OF_SCOPE:
+        return {"state": state, "text": "Not sent to validation: it did not fool the models, and this task validates "
+                                        "only the examples that fool them.", "votes": votes}
+    if state == ROUND_CLOSED:
+        return {"state": state, "text": "Not validated: its round closed first, and this task validates examples "
+                                        "of open rounds only.", "votes": votes}
+    return {"state": "unknown", "text": example.get_consensus_display(), "votes": votes}
+
+
+def row(example: Example, validator_reasons: list[str], queued: tuple[str, int] | None = None) -> dict[str, Any]:
     prediction = example.ensemble_prediction or {}
     return {
         "id": example.pk,
@@ -62,6 +102,7 @@ def row(example: Example, validator_reasons: list[str]) -> dict[str, Any]:
         "retracted": example.retracted,
         "consensus": example.consensus,
         "outcome": example.get_consensus_display(),
+        "validation": validation_state(example, queued),
         "corrected_label": example.validated_label if example.consensus == Example.Consensus.REJECTED else None,
         "flag_reasons": {"yours": example.flag_reason or None, "validators": validator_reasons},
         "appeal": {

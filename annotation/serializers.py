@@ -177,6 +177,14 @@ class AppealStateSerializer(serializers.Serializer):
     resolved_at = serializers.DateTimeField(allow_null=True, help_text="when an expert decided after your appeal")
 
 
+class ValidationStateSerializer(serializers.Serializer):
+    state = serializers.CharField(help_text="decided, waiting, out_of_scope (never validated: e.g. it did not fool "
+                                            "the models and the task validates fooling examples only), round_closed, "
+                                            "scoring, not_scored or retracted")
+    text = serializers.CharField(help_text="the same, in words")
+    votes = serializers.IntegerField(help_text="crowd votes so far")
+
+
 class MyExampleSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     task = serializers.CharField()
@@ -192,6 +200,7 @@ class MyExampleSerializer(serializers.Serializer):
     retracted = serializers.BooleanField()
     consensus = serializers.ChoiceField(choices=Example.Consensus.choices, help_text="the validation outcome")
     outcome = serializers.CharField(help_text="the validation outcome in words")
+    validation = ValidationStateSerializer(help_text="where the example stands in validation, and whether it ever will be validated")
     corrected_label = serializers.JSONField(allow_null=True, help_text="the label validators settled on, if they rejected yours")
     flag_reasons = FlagReasonsSerializer()
     appeal = AppealStateSerializer()

@@ -22,11 +22,26 @@ from datetime import datetime, timedelta
 
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import CharField, Count, Exists, F, Func, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import (
+    BooleanField,
+    Case,
+    CharField,
+    Count,
+    Exists,
+    F,
+    Func,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from accounts.services import linked_user_ids
+from annotation import feedback
 from annotation.models import Example
 from tasks import roles
 from tasks.kinds.base import ValidationSettings
@@ -99,6 +114,36 @@ def claim_next(task: Task, user, now: datetime | None = None) -> Claim:
 
 def scope_filter(rule: ValidationSettings) -> Q:
     return Q(fooled=True) if rule.scope == "fooling" else Q(fooled__isnull=False)
+
+
+def outlook(examples: list[Example]) -> dict[int, tuple[str, int]]:
+    """What the queue will do with each of these examples, for their writer ("My examples", provided to
+    `annotation.feedback`), by the queue's own filters (`scope_filter`, `open_items`), never a copy of them:
+    (state, crowd votes so far), the state one of `annotation.feedback`'s WAITING (open_items offers it),
+    OUT_OF_SCOPE (the task's scope leaves it out), ROUND_CLOSED (in scope and open, but its round closed and the
+    task validates open rounds only) or CLOSED (its row is closed: decided or retracted). An example without a
+    queue row is left out. One query per task among the examples (`round__task` selected with them)."""
+    by_task: dict[int, tuple[Task, list[int]]] = {}
+    for example in examples:
+        by_task.setdefault(example.round.task_id, (example.round.task, []))[1].append(example.pk)
+    found: dict[int, tuple[str, int]] = {}
+    for task, ids in by_task.values():
+        rule = task.typed_config.validation
+        rows = QueueItem.objects.filter(example_id__in=ids).annotate(
+            in_scope=Case(When(scope_filter(rule), then=Value(True)), default=Value(False), output_field=BooleanField()),
+            offered=Exists(open_items(task, rule).filter(pk=OuterRef("pk"))),
+        ).values_list("example_id", "open", "in_scope", "offered", "votes")
+        for example_id, is_open, in_scope, offered, votes in rows:
+            if offered:
+                state = feedback.WAITING
+            elif not is_open:
+                state = feedback.CLOSED
+            elif not in_scope:
+                state = feedback.OUT_OF_SCOPE
+            else:
+                state = feedback.ROUND_CLOSED
+            found[example_id] = (state, votes)
+    return found
 
 
 def is_crowd(task: Task, user) -> bool:
