@@ -2,8 +2,13 @@
 
 The rules, in one place (`grade`):
 - a worker takes a task's quiz only after acknowledging its current guidelines (the quiz tests them);
-- at most `max_attempts` attempts, each kept with its answers and score; answers are never shown back;
-- a score of at least `pass_mark` grants the role on that task (`tasks.roles.grant_on_task`, source quiz).
+- at most `max_attempts` attempts, each kept with its answers and score;
+- a score of at least `pass_mark` grants the role on that task (`tasks.roles.grant_on_task`, source quiz);
+- a failed attempt says which questions were wrong and what the worker answered (`marks`), never the right
+  answer: a retake asks the same questions (and so would a second account), and a key to copy would qualify
+  anyone. The mark sends the worker back to the guidelines on the point they missed. (An "is this label
+  right?" question has two answers, so its mark does tell the answer: on a validator quiz a retake teaches more
+  than it tests, and the gold items of the queue, `validation.gold`, stay the check that counts.)
 
 Two kinds of question: "which label is right?" (`proposed` empty; the answer is a label, or for QA the
 answer's text) and "is this label right?" (`proposed` set; the answer is correct or incorrect).
@@ -108,6 +113,30 @@ def grade(quiz: Quiz, user, answers: dict[str, Any]) -> QuizAttempt:
     if passed:
         roles.grant_on_task(user, quiz.task, quiz.role, TaskMembership.Source.QUIZ)
     return attempt
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One question of an attempt, as the worker is told: its number, right or wrong, and their answer (never
+    the right one)."""
+
+    number: int
+    right: bool
+    given: str
+    about: str  # the question's text (its input), so the mark says which one without the form
+
+
+def marks(attempt: QuizAttempt) -> list[Mark]:
+    """What an attempt got right and wrong, question by question, numbered as the quiz page numbers them (a
+    question an owner added since is left out)."""
+    task = attempt.quiz.task
+    out = []
+    for number, item in enumerate(attempt.quiz.items.all(), start=1):
+        if str(item.pk) in attempt.answers:
+            given = attempt.answers[str(item.pk)]
+            about = " / ".join(str(v) for v in (item.input or {}).values())
+            out.append(Mark(number, is_right(task, item, given), str(given), about))
+    return out
 
 
 # --- the owner's side ----------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from dynabench_site.params import whole_number, whole_numbers
 from tasks import guidelines, roles
 from tasks.access import task_for, visible_tasks
 from tasks.models import LabeledItem, Suspension, Task, TaskMembership
-from validation import gold
+from validation import gold, guidance
 from validation.models import GoldItem
 
 GOLD_CANDIDATES = 100
@@ -281,7 +281,10 @@ def quiz_take(request, slug: str, role: str):
                              f"{quiz.get_role_display().lower()} on {task.name}.")
             return redirect(back_url(request, reverse("task-detail", args=[slug])))
         context["left"] = quizzes.attempts_left(quiz, request.user)
+        context["marks"] = quizzes.marks(attempt)
     context["questions"] = quizzes.questions(quiz)
+    if quiz.role == Quiz.Role.VALIDATOR:  # the validator quiz tests how to judge: it shows how
+        context["guidance"] = guidance.text(task)
     return render(request, "crowd/quiz.html", context)
 
 

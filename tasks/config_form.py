@@ -49,6 +49,8 @@ HELP = {
     "validation.adaptive_min": "Agreeing votes that decide an example at once (adaptive mode).",
     "validation.lease_seconds": "How long an example stays reserved for the validator who got it.",
     "validation.continue_after_close": "Keep validating a round's examples after it closes.",
+    "validation.guidance": "How validators judge an example (Markdown), shown on the validate and expert pages and the "
+                           "validator quiz. Empty: a default wording for the task's kind.",
     "splits.seed": "Changes which examples fall in which split (stored splits never move).",
     "crowd.writers_need_quiz": "Writers must pass the writer quiz on this task.",
     "crowd.validators_need_quiz": "Every validator must pass the validator quiz (new sign-ups always do).",
@@ -57,7 +59,7 @@ HELP = {
     "crowd.gold_min_accuracy": "The accuracy a validator keeps to stay in the queue (0 to 1).",
     "crowd.same_ip_rule": "Also link accounts by sign-up address (turn off for a crowd behind one address).",
 }
-WIDE = {"instructions", "dataset.intended_use"}
+WIDE = {"instructions", "dataset.intended_use", "validation.guidance"}
 NAME_SEPARATOR = "__"  # form field names: "validation__quorum" (a valid HTML id and CSS selector)
 
 
@@ -102,7 +104,7 @@ def form_field(path: str, node: dict[str, Any]) -> forms.Field:
     if kind == "array":
         return forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
                                validators=[validate_text], **common)
-    widget = forms.Textarea(attrs={"rows": 5 if key == "instructions" else 3}) if path in WIDE else None
+    widget = forms.Textarea(attrs={"rows": 5 if key in ("instructions", "guidance") else 3}) if path in WIDE else None
     return forms.CharField(required=False, max_length=node.get("maxLength"), strip=True, widget=widget,
                            validators=[validate_text], **common)
 

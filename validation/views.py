@@ -19,7 +19,7 @@ from dynabench_site.params import whole_number
 from tasks import roles
 from tasks.access import task_for
 from tasks.models import Task
-from validation import services, stats
+from validation import guidance, services, stats
 from validation.models import Validation
 
 # What lands in the expert queue: disputed consensus, anything flagged (by the validators' consensus, by the
@@ -34,7 +34,8 @@ SHOW = {"all": DISPUTED | FLAGS | APPEALS, "disagreements": DISPUTED, "flags": F
 def validate(request: HttpRequest, slug: str) -> HttpResponse:
     task = task_for(request, slug, roles.VALIDATOR)
     return render(request, "validation/validate.html", {"task": task, "config": task.typed_config,
-                                                        "rule": task.typed_config.validation})
+                                                        "rule": task.typed_config.validation,
+                                                        "guidance": guidance.text(task)})
 
 
 def review_queryset(task: Task, params: dict[str, str]) -> QuerySet[Example]:
@@ -64,6 +65,7 @@ def expert(request: HttpRequest, slug: str) -> HttpResponse:
     examples = list(review_queryset(task, params)[:200])
     return render(request, "validation/expert.html", {
         "task": task, "config": task.typed_config, "examples": examples, "params": params,
+        "guidance": guidance.text(task),
         "labels": getattr(task.typed_config, "labels", None), "rounds": task.rounds.order_by("number"),
     })
 

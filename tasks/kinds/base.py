@@ -52,6 +52,11 @@ class ValidationSettings(_Strict):
     adaptive_min: int = Field(2, ge=1, le=15)
     lease_seconds: int = Field(120, ge=5, le=3600)
     continue_after_close: bool = True
+    # How to judge (Markdown), shown to validators on the validate and expert pages and the validator quiz;
+    # empty: the wording validation.guidance derives for the task's kind, labels and fields.
+    guidance: str = Field("", max_length=8000, description="How validators judge an example (Markdown), shown on "
+                          "the validate and expert pages and the validator quiz. Empty: a default wording for the "
+                          "task's kind.")
 
 
 class SplitSettings(_Strict):

@@ -10,6 +10,7 @@ from crowd.models import QuizAttempt
 from tasks import guidelines, roles
 from tests.crowd.conftest import answers_for, set_crowd, sign_up, validator_quiz, writer_quiz
 from tests.factories import ExampleFactory, UserFactory
+from tests.site.screens import WIDTHS, shot, sized, too_wide
 
 pytestmark = pytest.mark.django_db
 
@@ -79,7 +80,7 @@ def test_the_quiz_waits_for_the_guidelines(crowd_task):
     page = client.get(f"/tasks/{crowd_task.slug}/quiz/validator/")
     assert b"Read the" in page.content and b"quiz-form" not in page.content
     refused = client.post(f"/tasks/{crowd_task.slug}/quiz/validator/", answers_for(quiz), follow=True)
-    assert b"acknowledge" in refused.content
+    assert b"Read this task&#x27;s guidelines (version 1)" in refused.content
     client.post(f"/tasks/{crowd_task.slug}/guidelines/acknowledge/", {"version": "1"})
     assert client.post(f"/tasks/{crowd_task.slug}/quiz/validator/", answers_for(quiz)).status_code == 302
 
@@ -153,3 +154,51 @@ def test_an_owner_writes_a_question_and_chooses_others_from_the_data(crowd_task)
     assert "I adore rainy days." in page and "labelled item" in page
     console = client.get(f"/tasks/{crowd_task.slug}/console/crowd/").content.decode()
     assert 'data-role="validator"' in console and "active (pass mark 50.0%)" in console
+
+
+def test_a_failed_quiz_says_which_questions_were_wrong_but_not_the_right_answers(crowd_task):
+    """Issue 39, item 7: the worker learns which questions to read the guidelines again for, and what they answered;
+    the right answer is never shown (a retake asks the same questions)."""
+    quiz = validator_quiz(crowd_task)
+    items = list(quiz.items.all())
+    answers = answers_for(quiz, right=True)
+    answers[f"q{items[1].pk}"] = "correct"  # question 2's right answer is "incorrect"
+    answers[f"q{items[3].pk}"] = "correct"  # so is question 4's
+    client = sign_up("learner")
+    page = client.post(f"/tasks/{crowd_task.slug}/quiz/validator/", answers)
+    html = page.content.decode()
+    assert "2 of 4 right" in html
+    marks = html[html.index('id="quiz-marks"'):html.index("</ol>", html.index('id="quiz-marks"'))]
+    assert 'data-question="2" data-right="false"' in marks and 'data-question="4" data-right="false"' in marks
+    assert 'data-question="1" data-right="true"' in marks and 'data-question="3" data-right="true"' in marks
+    assert "Oh great, the lift is broken again." in marks and "you answered “correct”" in marks
+    assert "incorrect" not in marks  # the right answer of the wrong questions is not given
+    assert "How to judge" in html  # the validator quiz shows how validators judge
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_quiz_result_marks_each_question_on_a_phone_and_a_desktop(browser, crowd_task, width):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    quiz = validator_quiz(crowd_task)
+    wrong = {item.pk for n, item in enumerate(quiz.items.all()) if n in (1, 3)}
+    worker = UserFactory(username=f"quiz-taker-{width}")
+    browser.login(worker)
+    try:
+        with sized(browser, width):
+            browser.go(f"/tasks/{crowd_task.slug}/quiz/validator/")
+            for item in quiz.items.all():
+                answer = item.answer if item.pk not in wrong else ("correct" if item.answer == "incorrect" else "incorrect")
+                browser.find_element(By.CSS_SELECTOR, f"input[name=q{item.pk}][value={answer}]").click()
+            browser.find_element(By.ID, "quiz-submit").click()
+            WebDriverWait(browser, 20).until(lambda b: b.find_elements(By.ID, "quiz-marks"))
+            marks = browser.find_elements(By.CSS_SELECTOR, "#quiz-marks li")
+            assert [m.get_attribute("data-right") for m in marks] == ["true", "false", "true", "false"]
+            assert "wrong" in marks[1].text and marks[1].is_displayed()
+            assert too_wide(browser) is None
+            shot(browser, "validator-quiz-result", width)
+    finally:
+        browser.get("about:blank")

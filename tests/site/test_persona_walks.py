@@ -123,6 +123,7 @@ def new_signup(walk: Walk) -> None:
     walk.check("the guidelines, read")
     walk.go("/tasks/sentiment/quiz/validator/", ready="#quiz-form")
     walk.go("/tasks/sentiment/create/", ready="#create-form")
+    assert walk.find("#input-text").is_enabled()  # guidelines read: the form does not wait for them
     walk.go(f"/people/{name}/", ready="#profile-badges")
 
 
@@ -140,6 +141,7 @@ def annotator(walk: Walk) -> None:
     walk.check("the verdict")
     walk.shot("annotator-verdict")
     walk.go("/me/examples/", ready="#my-examples")
+    assert "Not yet decided" not in walk.text("#my-examples")  # each row says where it stands in validation
     walk.go("/tasks/qa/create/", ready="#create-form")
 
 
@@ -148,7 +150,12 @@ def validator(walk: Walk) -> None:
     walk.go("/tasks/sentiment/validate/", ready="#status")
     walk.until(lambda d: "Loading" not in walk.text("#status"))  # an item, or a word on why there is none
     walk.check("the validation queue")
+    assert walk.find("#validator-guidance").is_displayed()  # how to judge, not only the writers' instructions
     walk.shot("validator-validate")
+    if walk.find("#item").is_displayed():  # 2 (Incorrect): the label choices come into view, the first focused
+        walk.find("#vote-incorrect").click()
+        walk.until(lambda d: walk.find("#label-panel").is_displayed())
+        assert walk.driver.switch_to.active_element == walk.find("#label-choices button")
     walk.go("/tasks/sentiment/", ready="#task-actions")
 
 

@@ -7,6 +7,7 @@
   const api = window.dynabench.api;
   const $ = (id) => document.getElementById(id);
   const state = { item: null, mode: "idle", busy: false, done: 0 };
+  const gate = window.dynabench.guidelines;
 
   function text(value) {
     if (value === null || value === undefined) return "—";
@@ -76,13 +77,20 @@
     return data.item ? show(data.item) : empty(data);
   }
 
+  // 2 and 3 open a panel below the buttons: it is brought into view whole (on a phone and on a desktop alike, the
+  // buttons may sit at the bottom of the window) and its first choice, or its text box, gets the focus.
   function setMode(mode) {
     state.mode = mode;
     $("label-panel").hidden = mode !== "label";
     $("reason-panel").hidden = mode !== "reason";
     $("vote-error").textContent = "";
-    if (mode === "reason") { $("reason-input").value = ""; $("reason-input").focus(); }
-    if (mode === "label" && state.item && !state.item.labels) { $("answer-input").value = ""; $("answer-input").focus(); }
+    if (mode === "idle" || !state.item) return;
+    let target;
+    if (mode === "reason") { $("reason-input").value = ""; target = $("reason-input"); }
+    else if (!state.item.labels) { $("answer-input").value = ""; target = $("answer-input"); }
+    else target = $("label-choices").querySelector("button");
+    $(mode === "reason" ? "reason-panel" : "label-panel").scrollIntoView({ block: "nearest" });
+    if (target) target.focus({ preventScroll: true });
   }
 
   function answerLabel(answer) {
@@ -102,6 +110,12 @@
         state.done += 1;
         $("done-count").textContent = String(state.done);
         await next();
+      } else if (status === 409 && data && data.code === "guidelines") {
+        // unread guidelines: confirmed here, in place; the example stays for the vote
+        gate.refusal($("vote-error"), data, () => {
+          $("vote-error").textContent = "Thank you. Now cast your vote again.";
+          $("vote-correct").focus();
+        });
       } else if (status === 409) {
         await next(); // decided or held by others meanwhile: move on
       } else {
@@ -138,5 +152,16 @@
   $("vote-incorrect").addEventListener("click", () => setMode("label"));
   $("vote-flagged").addEventListener("click", () => setMode("reason"));
   document.addEventListener("keydown", onKey);
+  gate.panel(app.dataset.guidelinesAcknowledgeUrl, () => { if (state.item) $("vote-correct").focus(); });
+  rememberFold($("validator-guidance"), `guidance-folded:${app.dataset.nextUrl}`);
   next();
+
+  // A validator who folded "How to judge" finds it folded on their next visit (this browser only).
+  function rememberFold(details, key) {
+    if (!details) return;
+    try {
+      if (localStorage.getItem(key) === "1") details.open = false;
+      details.addEventListener("toggle", () => localStorage.setItem(key, details.open ? "0" : "1"));
+    } catch (error) { /* storage off: it simply opens each time */ }
+  }
 })();
