@@ -18,8 +18,13 @@ MAIN_PAGES = ("anonymous-home", "new-signup-welcome", "annotator-create", "annot
               "expert-queue", "owner-console", "owner-settings", "owner-close-round", "researcher-task",
               "anonymous-dashboard", "admin-console")
 WIDE, WIDE_TO = 1400, 1000
-# pictures of other browser tests, copied when a run made them: tests/annotation/test_assistant_page.py
-OTHER_PAGES = ("annotator-assistant-1400",)
+# pictures of other browser tests, copied when a run made them: tests/annotation/test_assistant_page.py; the
+# guidelines gate, My examples, how validators judge and a failed quiz (issue 39: tests/annotation/
+# test_guidelines_gate.py, test_my_examples.py, tests/validation/test_judging.py, tests/crowd/test_qualification.py)
+OTHER_PAGES = ("annotator-assistant-1400",
+               *(f"{name}-{width}" for name in ("annotator-guidelines-first", "annotator-guidelines-changed",
+                                                 "annotator-my-examples", "validator-judging", "validator-quiz-result")
+                 for width in (1400, 420)))
 
 
 def shrink(source: Path, target: Path) -> int:
