@@ -91,28 +91,49 @@ _warming_lock = threading.Lock()
 
 
 def warm_up(task: Task) -> threading.Thread | None:
-    """Load the task's local language model in a background thread of this process, once, so that the writer's
-    first "Suggest examples" does not wait for it (≈ 1 s on an idle machine, several while the demo models train).
-    For the create page, when it offers the assistant; an HTTP provider has nothing to load (None)."""
+    """Load the task's local language model in a background thread of this process, and have it read the task's
+    prompt once (the part every request shares: llama.cpp keeps it in its slots), so that the writer's first
+    "Suggest examples" waits for neither (measured on the served demo while the demo models train: the first
+    request took 28 s, the next ones 3-4 s). Once per process and task; for a page that offers the assistant, when
+    it is shown (the create page: `{% warm_assistant task %}`, annotation.templatetags.assistant_tags). Only where
+    the job runs in this process (the embedded default's thread); an HTTP provider has nothing to load (None)."""
+    from annotation import jobs  # the job module imports this one
+    from dynabench_site.jobs import runner_for
+
     if not enabled(task) or task.typed_config.assistant.provider.provider != "local":
+        return None
+    if runner_for(jobs.suggest) != "thread":  # the job runs elsewhere (a Celery worker) or inline (tests)
         return None
     try:
         provider = provider_for(task.typed_config.assistant.provider)
     except ProviderError:
         return None
+    key = f"{provider.model}:{task.pk}"
     with _warming_lock:
-        if provider.model not in _warming:
-            _warming[provider.model] = threading.Thread(target=_warm, args=(provider,), daemon=True,
-                                                        name="assistant-warm-up")
-            _warming[provider.model].start()
-        return _warming[provider.model]
+        if key not in _warming:
+            # the prompt is read here, in the page's request (its database connection); the thread only computes
+            round_, labels = task.current_round, list(getattr(task.typed_config, "labels", []))
+            prompt = None
+            if round_ is not None and labels:
+                blank = {name: "" for name in task.typed_config.context_fields} or None
+                prompt = _prompt(task, round_, blank, labels[0])[0]
+            _warming[key] = threading.Thread(target=_warm, args=(provider, prompt,
+                                                                 task.typed_config.assistant.candidates),
+                                             daemon=True, name="assistant-warm-up")
+            _warming[key].start()
+        return _warming[key]
 
 
-def _warm(provider) -> None:
+def _warm(provider, prompt: SuggestionPrompt | None, n: int) -> None:
     try:
         provider.warm()
+        if prompt is not None:  # one token per slot: the slots keep the prompt's common part (llama.cpp's cache)
+            provider.generate(prompt.user, system=prompt.system, prefix=prompt.prefix, stop=list(prompt.stop),
+                              n=n, max_tokens=1, temperature=0.0, seed=0)
     except ProviderError as exc:  # the first request says what is wrong, with its sentence for the writer
         log.warning("the writing assistant's model could not be loaded: %s", exc)
+    except Exception:  # a warm-up is a courtesy: the request itself reports real failures
+        log.exception("warming up the writing assistant failed")
 
 
 def check_enabled(task: Task) -> None:
@@ -199,12 +220,16 @@ def _usage(usage: Usage, phases: dict[str, Any], started: float, cpu: float) -> 
 def prompt_for(suggestion: Suggestion) -> tuple[SuggestionPrompt, list[dict[str, Any]]]:
     """The prompt the job sends for a request, and the few-shot examples in it (`zoo.llm.prompts`: the examples and
     the context are read as data there)."""
-    task = suggestion.round.task
+    return _prompt(suggestion.round.task, suggestion.round, _context_fields(suggestion.round.task, suggestion),
+                   suggestion.target)
+
+
+def _prompt(task: Task, round_: Round, context: dict[str, str] | None, target: Any
+            ) -> tuple[SuggestionPrompt, list[dict[str, Any]]]:
     config = task.typed_config
-    shots = _shots(task, suggestion.round, suggestion.target, config.assistant.examples)
-    prompt = suggestion_prompt(config.instructions or task.description, _context_fields(task, suggestion),
-                               _label(task, suggestion.target), _label_words(task), shots,
-                               what=config.input_fields[0].replace("_", " "))
+    shots = _shots(task, round_, target, config.assistant.examples)
+    prompt = suggestion_prompt(config.instructions or task.description, context, _label(task, target),
+                               _label_words(task), shots, what=config.input_fields[0].replace("_", " "))
     return prompt, shots
 
 

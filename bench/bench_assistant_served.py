@@ -79,8 +79,9 @@ def percentile(values: list[float], q: float) -> float:
 class Site:
     """The demo served as `make run` serves it, in a folder of its own."""
 
-    def __init__(self, var: Path, database_url: str | None, train: bool, reload: bool = False):
+    def __init__(self, var: Path, database_url: str | None, train: bool, reload: bool = False, training_nice: int = 0):
         self.var, self.port, self.train, self.reload = var, free_port(), train, reload
+        self.training_nice = training_nice
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("JOB_RUNNER", "DJANGO_SETTINGS"))}
         self.env.update(VAR_DIR=str(var), DEBUG="true", ASSISTANT_RATE="1000/min", PYTHONUNBUFFERED="1")
         if database_url:
@@ -100,7 +101,8 @@ class Site:
         if self.train:
             env = {**self.env, **({"LD_PRELOAD": JEMALLOC[0]} if JEMALLOC else {})}
             log = open(self.var / "demo_models.log", "wb")  # noqa: SIM115 - the child keeps it
-            self.processes.append(subprocess.Popen([PY, "manage.py", "demo_models", "--no-progress"], cwd=ROOT,
+            nice = ["nice", "-n", str(self.training_nice)] if self.training_nice else []
+            self.processes.append(subprocess.Popen([*nice, PY, "manage.py", "demo_models", "--no-progress"], cwd=ROOT,
                                                    env=env, stdout=log, stderr=subprocess.STDOUT,
                                                    start_new_session=True))
         log = open(self.var / "runserver.log", "wb")  # noqa: SIM115
@@ -187,7 +189,7 @@ def ask(writer: Writer, config: dict, label: str, schedule: str = "page") -> dic
     phases = data["usage"].get("phases", {})
     return {"seconds": round(seconds, 3), "state": "ready", "label": label, "polls": polls,
             "context": context["payload"], "candidates": len(data["candidates"]),
-            "scored": all(c.get("fooled") is not None for c in data["candidates"]),
+            "scored": all(c.get("models_disagree", c.get("fooled")) is not None for c in data["candidates"]),
             "texts": [c["text"] for c in data["candidates"]], "phases": phases}
 
 
@@ -196,7 +198,10 @@ def summary(rows: list[dict]) -> dict[str, Any]:
     seconds = [r["seconds"] for r in rows]
     out: dict[str, Any] = {"requests": len(rows), "ready": len(ready),
                            "p50_s": round(statistics.median(seconds), 2), "p95_s": round(percentile(seconds, 0.95), 2),
-                           "max_s": round(max(seconds), 2)}
+                           "max_s": round(max(seconds), 2), "first_s": round(seconds[0], 2)}
+    if len(seconds) > 2:  # without the first request (the model loaded, its prompt read)
+        out["p50_after_first_s"] = round(statistics.median(seconds[1:]), 2)
+        out["p95_after_first_s"] = round(percentile(seconds[1:], 0.95), 2)
     with_phases = [r["phases"] for r in ready if r.get("phases")]
     if with_phases:
         def med(values):
@@ -210,6 +215,7 @@ def summary(rows: list[dict]) -> dict[str, Any]:
             "tries": med([len(p.get("tries", [])) for p in with_phases]),
             "scoring_s": med([p.get("scoring_s", 0) for p in with_phases]),
             "job_s": med([p.get("job_s", 0) for p in with_phases]),
+            "process_cpu_s": med([p["process_cpu_s"] for p in with_phases if "process_cpu_s" in p]),
         }
         out["client_minus_job_p50_s"] = med([r["seconds"] - r["phases"].get("job_s", 0) for r in ready
                                              if r.get("phases")])
@@ -224,6 +230,8 @@ def main() -> int:
     parser.add_argument("--no-training", action="store_true", help="serve without demo_models (the quiet baseline)")
     parser.add_argument("--deploy-timeout", type=float, default=1800, help="seconds to wait for the sentiment "
                                                                              "ensemble before the late phase")
+    parser.add_argument("--training-nice", type=int, default=0,
+                        help="start demo_models under `nice -n N` (make run: 0), to compare")
     parser.add_argument("--database-url", default=None, help="default: SQLite in the temporary VAR_DIR (make run)")
     parser.add_argument("--keep", default=None, help="a folder for VAR_DIR, kept afterwards (logs)")
     parser.add_argument("--reload", action="store_true", help="runserver's autoreloader on, as make run has it "
@@ -235,10 +243,12 @@ def main() -> int:
 
     var = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-assist-served-"))
     var.mkdir(parents=True, exist_ok=True)
-    site = Site(var, args.database_url, train=not args.no_training, reload=args.reload)
+    site = Site(var, args.database_url, train=not args.no_training, reload=args.reload,
+                training_nice=args.training_nice)
     report: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cpus": os.cpu_count(),
                               "machine": platform.processor() or platform.machine(),
-                              "nice": os.nice(0), "training": not args.no_training, "autoreload": args.reload,
+                              "nice": os.nice(0), "training": not args.no_training, "training_nice": args.training_nice,
+                              "autoreload": args.reload,
                               "database": "sqlite (make run)" if not args.database_url else "postgresql",
                               "poll": args.poll,
                               "phases": {}}

@@ -11,8 +11,9 @@ from django.conf import settings
 from selenium.webdriver.common.by import By
 
 from annotation.models import Assistance, Example, Suggestion
-from tests.annotation.conftest import closed_port, make_task
+from tests.annotation.conftest import make_task
 from tests.annotation.test_create_page import open_create, verdict_text, wait
+from tests.llm.endpoints import down_endpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -76,9 +77,8 @@ def test_writer_takes_a_scored_suggestion_edits_it_and_submits(browser, writer, 
     assert example.suggestion.model.startswith("SmolLM2")
 
 
-def test_a_provider_that_is_down_says_so_and_the_writer_submits_as_usual(browser, writer, deploy):
-    task, round_, _ = assisted({"provider": "openai", "base_url": f"http://127.0.0.1:{closed_port()}/v1",
-                                "model": "smollm2", "timeout_s": 2})
+def test_a_provider_that_is_down_says_so_and_the_writer_submits_as_usual(browser, writer, deploy, settings):
+    task, round_, _ = assisted(down_endpoint(settings, model="smollm2", timeout_s=2))
     deploy(round_)
     open_create(browser, writer, task)
     browser.find_element(By.ID, "suggest").click()

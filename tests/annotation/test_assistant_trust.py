@@ -19,6 +19,7 @@ from dynabench_site.text import text_problem
 from tasks.models import Context, LabeledItem
 from tests.annotation.conftest import SENTIMENT_PROMPT, make_task
 from tests.factories import ExampleFactory
+from tests.llm.endpoints import use_endpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -196,10 +197,10 @@ def test_what_a_model_answers_is_stored_and_shown_as_plain_text_under_the_text_r
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
     httpd.requests = 0
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    settings.LLM_ENDPOINTS = {"hostile": {"url": f"http://127.0.0.1:{httpd.server_address[1]}/v1",
-                                          "model": "hostile-1", "allow_private": True}}
+    provider = use_endpoint(settings, f"http://127.0.0.1:{httpd.server_address[1]}/v1", name="hostile",
+                            model="hostile-1")
     try:
-        task, round_, context = assisted({"provider": "openai", "endpoint": "hostile"}, candidates=5)
+        task, round_, context = assisted(provider, candidates=5)
         suggestion = ask(writer_api, task, context, "positive")
     finally:
         httpd.shutdown()
@@ -225,3 +226,29 @@ def test_a_job_that_crashes_fails_the_request_with_a_sentence_instead_of_leaving
     assert assistant.run(pending.pk) == "failed"
     pending.refresh_from_db()
     assert pending.state == Suggestion.State.FAILED and "write your own example" in pending.error
+
+
+# --- the first request does not load the model ----------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_warming_up_loads_the_local_model_and_reads_the_task_s_prompt_once_per_process(caplog, settings):
+    """What a page offering the assistant calls when it is shown: the model is loaded and the task's prompt read in
+    a background thread, once per process and task, so that the first click waits for neither; only where the job
+    runs in this process (the embedded default), never for a Celery worker's job."""
+    from zoo.llm.local import LocalProvider
+
+    settings.JOB_RUNNER = "celery"
+    task, round_, context = assisted()
+    assert assistant.warm_up(task) is None  # the job runs on a worker: warming this process would not help
+    settings.JOB_RUNNER = ""  # the embedded default: the job is a thread of this process
+    items(task, DEMO_ITEMS)
+    thread = assistant.warm_up(task)
+    thread.join(180)
+    assert not thread.is_alive()
+    assert LocalProvider().health()["detail"] == "loaded"
+    assert not [r for r in caplog.records if r.name == "annotation.assistant" and r.levelname in ("WARNING", "ERROR")]
+    assert assistant.warm_up(task) is thread  # once
+    http, _, _ = make_task("sentiment", slug="sentiment-http", config={"assistant": {
+        "enabled": True, "provider": {"provider": "openai"}}})
+    assert assistant.warm_up(http) is None  # nothing to load
