@@ -227,6 +227,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=12, help="suggestion requests per phase")
     parser.add_argument("--phases", nargs="+", choices=("early", "late"), default=["early", "late"])
     parser.add_argument("--think", type=float, default=2.0, help="seconds between requests (the writer reads)")
+    parser.add_argument("--read", type=float, default=5.0, help="seconds between opening the page and the first "
+                        "click (the writer reads the context and picks a label)")
     parser.add_argument("--no-training", action="store_true", help="serve without demo_models (the quiet baseline)")
     parser.add_argument("--deploy-timeout", type=float, default=1800, help="seconds to wait for the sentiment "
                                                                              "ensemble before the late phase")
@@ -262,6 +264,7 @@ def main() -> int:
         writer = Writer(site.base)
         writer.sign_in()
         config = writer.page_config("sentiment")
+        time.sleep(args.read)
         for phase in args.phases:
             if phase == "late":
                 print("waiting for the sentiment ensemble to be deployed …", flush=True)
