@@ -33,6 +33,7 @@ class BundleResult:
     content_sha256: str  # over the data files only: equal data, equal checksum
     counts: dict[str, int]
     files: list[dict]
+    validated: dict[str, int]  # rows per part whose label validators confirmed
 
 
 def sha256_file(path: Path) -> str:
@@ -112,4 +113,5 @@ def write_bundle(
         stored = frozenset(f["path"] for f in files if not get_format(f["format"]).compressible)
         _zip(folder, ["README.md", "SHA256SUMS", "manifest.json", *(f["path"] for f in files)], sink, stored)
     content = hashlib.sha256("".join(f"{f['sha256']} {f['path']}\n" for f in files).encode()).hexdigest()
-    return BundleResult(content, {part: stats.rows[part] for part in parts}, files)
+    return BundleResult(content, {part: stats.rows[part] for part in parts}, files,
+                        {part: stats.validated[part] for part in parts})

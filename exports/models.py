@@ -30,6 +30,8 @@ class DatasetSnapshot(models.Model):
     size_bytes = models.BigIntegerField()
     formats = models.JSONField(default=list)
     counts = models.JSONField(default=dict, help_text="rows per split")
+    validated = models.JSONField(default=dict, blank=True,
+                                 help_text="rows per split whose label validators confirmed (empty: before issue 39)")
     include_excluded = models.BooleanField(default=False)
     published_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -45,7 +47,8 @@ class DatasetSnapshot(models.Model):
     def __str__(self) -> str:
         return f"{self.task.slug} round {self.round.number} v{self.version}"
 
-    FROZEN = ("task_id", "round_id", "version", "path", "sha256", "content_sha256", "size_bytes", "formats", "counts")
+    FROZEN = ("task_id", "round_id", "version", "path", "sha256", "content_sha256", "size_bytes", "formats", "counts",
+              "validated")
 
     def save(self, *args, **kwargs) -> None:
         """A published snapshot is immutable: only its audience may change afterwards."""
@@ -54,6 +57,19 @@ class DatasetSnapshot(models.Model):
             if old and any(old[name] != getattr(self, name) for name in self.FROZEN):
                 raise ValidationError("a published snapshot is immutable; publish a new version instead")
         super().save(*args, **kwargs)
+
+    @property
+    def splits(self) -> list[str]:
+        """The splits that hold rows (only those have files worth loading)."""
+        return [name for name in ("train", "dev", "test") if (self.counts or {}).get(name)]
+
+    @property
+    def rows(self) -> int:
+        return sum((self.counts or {}).get(name, 0) for name in ("train", "dev", "test"))
+
+    @property
+    def validated_rows(self) -> int | None:
+        return sum(self.validated.get(name, 0) for name in ("train", "dev", "test")) if self.validated else None
 
     @property
     def file_name(self) -> str:

@@ -12,6 +12,8 @@ class SnapshotSerializer(serializers.ModelSerializer):
     published_by = serializers.SerializerMethodField()
     can_download = serializers.SerializerMethodField()
     bundle_url = serializers.SerializerMethodField()
+    splits = serializers.ListField(child=serializers.CharField(), read_only=True,
+                                   help_text="the splits that hold rows (the others have empty files)")
 
     class Meta:
         model = DatasetSnapshot
@@ -26,6 +28,8 @@ class SnapshotSerializer(serializers.ModelSerializer):
             "size_bytes",
             "formats",
             "counts",
+            "validated",
+            "splits",
             "include_excluded",
             "can_download",
             "bundle_url",

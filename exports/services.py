@@ -165,11 +165,60 @@ def publish_snapshot(
         draft.unlink(missing_ok=True)
 
 
+@dataclass(frozen=True)
+class PublishPlan:
+    """What publishing `round` now would give researchers, before the owner presses the button: rows per split
+    (and how many validated), the version it would become, and what a researcher should be warned of."""
+
+    round: Round
+    preview: splits.Preview
+    latest: DatasetSnapshot | None
+    next_version: int
+    warnings: list[str]
+
+    @property
+    def can_publish(self) -> bool:
+        return self.preview.total > 0
+
+
+def publish_plan(round: Round) -> PublishPlan:
+    preview = splits.publish_preview(round)
+    return PublishPlan(round, preview, latest_snapshot(round), _next_version(round), publish_warnings(round, preview))
+
+
+def publish_warnings(round: Round, preview: splits.Preview) -> list[str]:
+    """Plain sentences for the owner (and the publish message): empty dev/test, mostly unvalidated rows."""
+    if not preview.total:
+        return [f"Nothing to publish yet: round {round.number} has no usable example (scored, not retracted, "
+                "not rejected or flagged)."]
+    warnings = []
+    if preview.empty and set(preview.empty) & {"dev", "test"}:
+        empty = " and ".join(name for name in preview.empty if name != "train")
+        waiting = (f" {preview.held_back} fooling example(s) assigned to dev or test wait for validation: validating "
+                   "them fills those files." if preview.held_back else "")
+        warnings.append(
+            f"{empty.capitalize()} would be empty: dev and test hold only examples that fooled the models and that "
+            f"validators verified.{waiting} "
+            + ("Researchers could train on this version, not evaluate on it." if " and " in empty
+               else f"This version would have no {empty} set."))
+    unvalidated = preview.total - preview.total_validated
+    if unvalidated * 2 > preview.total:
+        scope = round.task.typed_config.validation.scope
+        why = (" (this task sends only fooling examples to validators)" if scope == "fooling" else "")
+        warnings.append(
+            f"Most rows are unvalidated: {unvalidated} of {preview.total} carry the writer's label, not one "
+            f"validators confirmed{why}.")
+    return warnings
+
+
 def _next_version(round: Round) -> int:
     return (round.snapshots.aggregate(v=Max("version"))["v"] or 0) + 1
 
 
 def _record(round, user, draft: Path, version: int, result: BundleResult, audience, formats, include_excluded):
+    if not any(result.counts.get(name) for name in splits.SPLITS):
+        raise ExportError(f"round {round.number} has no usable example yet (scored, not retracted, not rejected or "
+                          "flagged): nothing to publish")
     latest = latest_snapshot(round)
     same = (latest.content_sha256, latest.formats, latest.include_excluded) if latest else None
     if same == (result.content_sha256, formats, include_excluded):
@@ -194,6 +243,7 @@ def _record(round, user, draft: Path, version: int, result: BundleResult, audien
                 size_bytes=draft.stat().st_size,
                 formats=formats,
                 counts=result.counts,
+                validated=result.validated,
                 include_excluded=include_excluded,
                 published_by=user,
             )

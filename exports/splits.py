@@ -138,14 +138,38 @@ def _store(ids: list[int], split: str) -> int:
     return Example.objects.filter(id__in=ids, split__isnull=True).update(split=split)
 
 
-def preview(round: Round) -> dict[str, int]:
-    """What `round`'s dataset would hold if its splits were assigned now, without storing anything: per split
-    (stored ones plus those `SplitRule.decide` would store), the examples held back, and the excluded ones.
-    The owner console shows it before a round is closed."""
-    counts = dict.fromkeys(SPLITS, 0)
-    for split, n in usable(round).exclude(split__isnull=True).values_list("split").annotate(n=Count("id")).order_by():
-        if split in counts:
-            counts[split] += n
+@dataclass(frozen=True)
+class Preview:
+    """What `round`'s dataset would hold if it were exported now (nothing stored): rows per split, how many of
+    them validators verified, the fooling examples held back for validation, and the excluded ones."""
+
+    rows: dict[str, int]
+    validated: dict[str, int]
+    held_back: int
+    excluded: int
+
+    @property
+    def total(self) -> int:
+        return sum(self.rows.values())
+
+    @property
+    def total_validated(self) -> int:
+        return sum(self.validated.values())
+
+    @property
+    def empty(self) -> list[str]:
+        return [name for name in SPLITS if not self.rows[name]]
+
+
+def publish_preview(round: Round) -> Preview:
+    """Stored splits plus those `SplitRule.decide` would store now, counted without storing anything."""
+    rows, validated = dict.fromkeys(SPLITS, 0), dict.fromkeys(SPLITS, 0)
+    verified = Example.Consensus.VERIFIED
+    stored = usable(round).exclude(split__isnull=True).values_list("split", "consensus").annotate(n=Count("id"))
+    for split, consensus, n in stored.order_by():
+        if split in rows:
+            rows[split] += n
+            validated[split] += n if consensus == verified else 0
     rule, held = SplitRule.of(round.task), 0
     pending = usable(round).filter(split__isnull=True).values_list("id", "fooled", "consensus")
     for example_id, fooled, consensus in pending.iterator(chunk_size=ASSIGN_BATCH):
@@ -153,8 +177,16 @@ def preview(round: Round) -> dict[str, int]:
         if split is None:
             held += 1
         else:
-            counts[split] += 1
-    return {**counts, "held_back": held, "excluded": excluded(round).count()}
+            rows[split] += 1
+            validated[split] += consensus == verified
+    return Preview(rows, validated, held, excluded(round).count())
+
+
+def preview(round: Round) -> dict[str, int]:
+    """`publish_preview` as counts: per split, held back and excluded. The owner console shows it before a round is
+    closed."""
+    seen = publish_preview(round)
+    return {**seen.rows, "held_back": seen.held_back, "excluded": seen.excluded}
 
 
 def held_back(round: Round) -> int:

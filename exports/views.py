@@ -1,18 +1,28 @@
-"""Pages: the publish form of the task page's downloads section (downloads themselves use the API)."""
+"""Pages: the owner console's Datasets page, and the publish form of the datasets section (on the task page and
+that console page; downloads themselves use the API)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from dynabench_site.pages import returns_to
+from dynabench_site.pages import back_url, returns_to
 from exports import services
 from exports.models import DatasetSnapshot
+from tasks import roles
 from tasks.access import task_for
 from tasks.roles import can_manage
+
+
+@login_required
+def console(request, slug: str):
+    """The owner console's Datasets section: per round, what is published, and what publishing now would give."""
+    task = task_for(request, slug, roles.OWNER)
+    return render(request, "exports/console.html", {"task": task})
 
 
 @login_required
@@ -25,8 +35,13 @@ def publish(request, slug: str, number: int):
     round = get_object_or_404(task.rounds, number=number)
     audience = request.POST.get("audience", DatasetSnapshot.Audience.RESEARCHERS)
     snapshot, created = services.publish_snapshot(round, request.user, audience=audience)
+    counts = snapshot.counts
+    rows = (f"{snapshot.rows} rows (train {counts.get('train', 0)}, dev {counts.get('dev', 0)}, "
+            f"test {counts.get('test', 0)}), {snapshot.validated_rows} validated")
     if created:
-        messages.success(request, f"Published round {round.number} as version {snapshot.version}.")
+        warnings = services.publish_warnings(round, services.splits.publish_preview(round))
+        messages.success(request, f"Published round {round.number} as version {snapshot.version}: {rows}."
+                         + "".join(f" {w}" for w in warnings))
     else:
         messages.info(request, f"Nothing changed since version {snapshot.version}; no new version was made.")
-    return redirect("task-detail", slug=slug)
+    return redirect(back_url(request, reverse("task-detail", args=[slug]) + "#downloads"))

@@ -88,13 +88,13 @@ def test_the_downloads_section_renders_for_owners_and_researchers(owner, open_ro
         request.user = user
         html = template.render(Context({"request": request, "task": open_round.task}))
         assert "bundle (zip)" in html
-        assert ("Publish a new version" in html) is sees_publish
+        assert ("Publish round 1 as v2" in html) is sees_publish
 
 
 def test_the_publish_page_publishes_and_returns_to_the_task(owner, open_round, personas, client):
     client.force_login(personas.owner)
     response = client.post("/tasks/sentiment/rounds/1/publish/", {"audience": "researchers"})
-    assert response.status_code == 302 and response["Location"] == "/tasks/sentiment/"
+    assert response.status_code == 302 and response["Location"] == "/tasks/sentiment/#downloads"
     assert open_round.snapshots.count() == 1
     client.force_login(personas.researcher)
     assert client.post("/tasks/sentiment/rounds/1/publish/").status_code == 404

@@ -265,6 +265,7 @@ ROWS: list[Row] = [
     Row("tasks/<slug:slug>/console/settings/", "POST", p("/tasks/sentiment/console/settings/"), OWNERS,
         lambda w, u: {"name": "Sentiment", "instructions": "Be kind.", "config": "{}"}),
     Row("tasks/<slug:slug>/console/import/", "GET", p("/tasks/sentiment/console/import/"), OWNERS),
+    Row("tasks/<slug:slug>/console/datasets/", "GET", p("/tasks/sentiment/console/datasets/"), OWNERS),
     Row("tasks/<slug:slug>/console/import/", "POST", p("/tasks/sentiment/console/import/"), OWNERS, import_file),
     Row("tasks/<slug:slug>/console/guidelines/", "GET", p("/tasks/sentiment/console/guidelines/"), OWNERS),
     Row("tasks/<slug:slug>/console/guidelines/", "POST", p("/tasks/sentiment/console/guidelines/"), OWNERS,
