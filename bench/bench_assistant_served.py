@@ -208,6 +208,7 @@ def summary(rows: list[dict]) -> dict[str, Any]:
             return round(statistics.median(values), 3) if values else None
         out["server_phases_p50"] = {
             "queued_s": med([p.get("queued_s", 0) for p in with_phases]),
+            "warm_up_wait_s": med([p.get("warm_up_wait_s", 0) for p in with_phases]),
             "prompt_s": med([p.get("prompt_s", 0) for p in with_phases]),
             "generation_wall_s": med([sum(t["wall_s"] for t in p.get("tries", [])) for p in with_phases]),
             "load_s (wall - generation)": med([sum(t["wall_s"] - t["generation_s"] for t in p.get("tries", []))
