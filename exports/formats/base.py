@@ -36,8 +36,8 @@ class ExportFormat(ABC):
         (not the sink)."""
 
 
-def json_text(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+# One encoder for every value: json.dumps with arguments builds a new encoder per call.
+json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 
 
 def flat_value(value: Any) -> Any:
