@@ -23,6 +23,8 @@ in-process backend runs. Importing `zoo` itself loads nothing heavy: torch comes
     artifacts      what an uploaded model's config.json and model.safetensors may contain
     progress       a tqdm bar fed by training's progress callback
     flags          the library's `ZOO_*` environment flags, each read by a typed reader
+    registry       the one registry helper every registry of the project is (`Registry`: register, lookup, names,
+                   one error for an unknown name)
 """
 
 import os
