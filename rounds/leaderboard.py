@@ -45,6 +45,7 @@ def leaderboard(task: Task) -> dict[str, Any]:
     add_dynascore(rows, weights)
     rows.sort(key=lambda r: (r["dynascore"] is None, -(r["dynascore"] or 0), r["version"]))
     return {"metric": metric, "metric_label": metric.replace("_", " "), "weights": weights, "rows": rows,
+            "opponents": [r for r in rows if r["opponent"]],
             "columns": columns, "all_small": all_small, "min_size": columns[0]["min_size"] if columns else None,
             "counted": counted}
 

@@ -147,7 +147,7 @@ def test_a_fitted_local_opponent_is_judged_on_held_out_rows_ranked_at_deploy_and
     row = next(r for r in leaderboard(task)["rows"] if r["id"] == version.pk)
     assert row["scores"]["*/test"] is not None and row["dynascore"] is not None  # before: "not evaluated"
     page = client.get(f"/tasks/{task.slug}/leaderboard/").content.decode()
-    assert "Decides no verdict" in page and "Held-out accuracy" in page
+    assert "It decides no verdict" in page and "Held-out accuracy" in page
 
     body = {"context_id": context.pk, "input": {"text": "The soup was cold and the waiter was rude."},
             "target": "negative"}

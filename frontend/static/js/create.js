@@ -308,7 +308,7 @@
     notes.append(el("strong", { class: "opponent-decides" },
       m.note || "It never changes the verdict: the ensemble's decides; this row is shown for comparison."));
     return el("tr", { class: "model-row opponent" },
-      el("td", {}, `${m.name} (v${m.model_version})`, el("br"), el("span", { class: "tag" }, "language model opponent")),
+      el("td", {}, `${m.name} (v${m.model_version})`),  // the stylesheet adds "· LLM opponent"
       el("td", {}, el("span", { class: "opponent-answer" }, answer), notes));
   }
 
