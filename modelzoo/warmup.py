@@ -290,16 +290,16 @@ def start_if_serving(argv: Sequence[str] | None = None, environ: dict[str, str] 
 def connect_celery() -> None:
     """A Celery worker warms in the process that runs its jobs: each prefork pool process once it is forked (a
     thread started before the fork would not survive it), or the worker itself with a pool of threads or solo."""
-    from celery.signals import worker_init, worker_process_init
+    from celery.signals import worker_process_init, worker_ready
 
     def in_pool_process(**_: Any) -> None:
         start()
 
-    def in_worker(sender=None, **_: Any) -> None:
-        pool = getattr(sender, "pool_cls", "")
+    def in_worker(sender=None, **_: Any) -> None:  # sender: the worker's consumer, once the worker is up
+        pool = getattr(getattr(sender, "controller", None), "pool_cls", "")
         name = pool if isinstance(pool, str) else getattr(pool, "__module__", "")
-        if "prefork" not in name:
+        if "prefork" not in name:  # a prefork worker's jobs run in its pool processes (warmed above)
             start()
 
     worker_process_init.connect(in_pool_process, weak=False, dispatch_uid="modelzoo-warm-pool-process")
-    worker_init.connect(in_worker, weak=False, dispatch_uid="modelzoo-warm-worker")
+    worker_ready.connect(in_worker, weak=False, dispatch_uid="modelzoo-warm-worker")
