@@ -68,9 +68,7 @@ NOTHING_USABLE = "The language model wrote nothing usable this time. Ask again, 
 CRASHED = "The writing assistant failed this time. Ask again, or write your own example: submitting works as usual."
 NOT_QUEUED = ("The writing assistant could not start (the job queue does not answer). Write your own example: "
               "submitting works as usual.")
-# Generic few-shot lines when the round has no verified fooling example yet and the task no labelled item of the
-# label: the model is shown the shape of an answer, not content of a dataset.
-MAX_SHOTS_POOL = 50
+MAX_SHOTS_POOL = 50  # the few-shot examples are chosen among this many of each source (fooling examples, items)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,9 @@ context, the intended label and the few-shot examples the assistant picks.
 A suggestion *uses the context* when it names one of the context's content words: words of three letters or more
 that are not function words (STOPWORDS), compared after a crude stemming (plural and -ed/-ing endings and a final
 e dropped: "courses" matches "course", "tasting" matches "taste"). The share is over every candidate shown.
-Prints the share per task and overall, with a few samples, and writes every candidate as JSON
+It also records the CPU seconds of each request (this process: the job runs inline, the local model's threads
+included), which the prompt's layout changes. Prints the share per task and overall, with a few samples, and
+writes every candidate as JSON
 (var/bench/assistant-context.json). A fixed `--seed` (each request its own: seed + request number) makes a run
 repeatable on one machine. Fails (exit 1) when the model package is missing or a request fails.
 
@@ -125,16 +127,19 @@ def main() -> int:
                     task.save(update_fields=["config"])
                 number += 1
                 label = labels[i % len(labels)]
+                cpu = time.process_time()
                 response = client.post(f"/api/tasks/{task.slug}/suggestions/",
                                        {"context_id": context.pk, "target": label}, format="json")
                 if response.status_code != 202:
                     print(f"{task.slug} {i}: {response.status_code} {response.content[:300]!r}", file=sys.stderr)
                     return 1
                 data = client.get(response.json()["link"]).json()
+                cpu = time.process_time() - cpu
                 shown = " ".join(str(v) for v in context.payload.values())
                 texts = [c["text"] for c in data["candidates"]] if data["state"] == "ready" else []
                 rows.append({"context": shown, "label": label, "state": data["state"], "texts": texts,
-                             "uses_context": [uses_context(t, shown) for t in texts]})
+                             "uses_context": [uses_context(t, shown) for t in texts], "cpu_s": round(cpu, 3),
+                             "prompt_tokens": (data.get("usage") or {}).get("prompt_tokens")})
             candidates = [u for r in rows for u in r["uses_context"]]
             share = sum(candidates) / len(candidates) if candidates else 0.0
             report["tasks"][task.slug] = {
@@ -142,9 +147,12 @@ def main() -> int:
                 "requests_without_candidates": sum(1 for r in rows if not r["texts"]),
                 "share_naming_a_context_word": round(share, 3),
                 "requests_with_one_or_more": round(statistics.mean(any(r["uses_context"]) for r in rows), 3),
-                "seconds": round(time.perf_counter() - started, 1), "rows": rows}
+                "seconds": round(time.perf_counter() - started, 1),
+                "cpu_s_per_request_median": round(statistics.median(r["cpu_s"] for r in rows[1:] or rows), 3),
+                "rows": rows}
             print(f"{task.slug}: {sum(candidates)}/{len(candidates)} suggestions name a content word of the context "
-                  f"({share:.0%}); {report['tasks'][task.slug]['requests_without_candidates']} request(s) without any")
+                  f"({share:.0%}); {report['tasks'][task.slug]['requests_without_candidates']} request(s) without any; "
+                  f"CPU per request (median, the first left out) {report['tasks'][task.slug]['cpu_s_per_request_median']} s")
             for row in rows[:3]:
                 print(f"  [{row['label']}] {row['context'][:70]!r} -> {row['texts'][:2]}")
     every = [u for t in report["tasks"].values() for r in t["rows"] for u in r["uses_context"]]

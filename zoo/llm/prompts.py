@@ -142,7 +142,7 @@ def suggestion_prompt(instructions: str, context: Mapping[str, str] | None, inte
     common part once and only the last lines for each request. The examples and the context are read as data
     (`safe_text`); an example with nothing left is left out."""
     word = label_word(intended_label, label_words)
-    guide = _instructions(plain_text(instructions))
+    guide = safe_text(instructions, limit=MAX_INSTRUCTIONS, drop_orders=False)
     names = [name for name in (context or {})] or ["context"]
     about = names[0].replace("_", " ")
     system = ("You write short example texts for a dataset that tests language models." +
