@@ -76,6 +76,14 @@ def decoded(value: Any) -> Any:
     return json.loads(value) if isinstance(value, RawJson) else value
 
 
+# The database's JSON text has no surrounding white space: raw_decode skips json.loads' checks and its strip.
+_decode = json.JSONDecoder().raw_decode
+
+
+def _loads(text: str) -> Any:
+    return _decode(text)[0]
+
+
 # JSON columns whose values repeat across rows: decoded and projected once per distinct text (bounded caches).
 REPEATING = ("context", "target", "validated_label", "reliability_label", "model_versions")
 CACHE_MAX = 10_000
@@ -132,11 +140,11 @@ class RecordBuilder:
             return None
         cache = self._repeats.get(column)
         if cache is None:
-            return self.schema.project(column, json.loads(text))
+            return self.schema.project(column, _loads(text))
         if text not in cache:
             if len(cache) > CACHE_MAX:
                 cache.clear()
-            cache[text] = self.schema.project(column, json.loads(text))
+            cache[text] = self.schema.project(column, _loads(text))
         return cache[text]
 
     def record(self, row: dict[str, Any], exclusion: str | None) -> dict[str, Any]:

@@ -189,34 +189,76 @@ class Dropped:
 Projector = Callable[[Any], Any]
 
 
+def _as_string(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)  # a number or object where text belongs: its JSON text
+
+
+def _as_float(value: Any) -> float | None:
+    return float(value) if value.__class__ is int else None  # an int (never a bool); anything else is no number
+
+
+def _as_int(value: Any) -> int | None:
+    return int(value) if value.__class__ is float and value.is_integer() else None
+
+
+class _Compiler:
+    """Turns a shape into Python source for its projector, compiled once per export: one function per struct, the
+    scalars inline (a projection runs for every nested value of every row; calls per field doubled the time)."""
+
+    def __init__(self, dropped: Dropped):
+        self.dropped = dropped
+        self.functions: list[str] = []
+        self.names: dict[str, Any] = {"_as_string": _as_string, "_as_float": _as_float, "_as_int": _as_int,
+                                      "_dropped": dropped.keys}
+        self.counter = 0
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+    def expr(self, node: Node, value: str, path: str) -> str:
+        """An expression projecting the value of the expression `value` (evaluated once)."""
+        t = self.fresh("_t")
+        if isinstance(node, Scalar):
+            if node.dtype == STRING:
+                return f"({t} if ({t} := {value}).__class__ is str or {t} is None else _as_string({t}))"
+            if node.dtype == FLOAT64:
+                return f"({t} if ({t} := {value}).__class__ is float else _as_float({t}))"
+            if node.dtype == INT64:
+                return f"({t} if ({t} := {value}).__class__ is int else _as_int({t}))"
+            return f"({t} if ({t} := {value}).__class__ is bool else None)"
+        if isinstance(node, ListOf):
+            x = self.fresh("_x")
+            return f"([{self.expr(node.item, x, path + '[]')} for {x} in {t}] if ({t} := {value}).__class__ is list else None)"
+        function = self.struct(node, path)
+        return f"({function}({t}) if ({t} := {value}).__class__ is dict else None)"
+
+    def struct(self, node: Struct, path: str) -> str:
+        function, names = self.fresh("_struct"), self.fresh("_names")
+        self.names[names] = frozenset(name for name, _ in node.fields)
+        body = ", ".join(f"{name!r}: {self.expr(child, f'_get({name!r})', f'{path}.{name}')}"
+                         for name, child in node.fields)
+        self.functions.append(
+            f"def {function}(value):\n"
+            f"    if not value.keys() <= {names}:\n"
+            f"        for extra in value.keys() - {names}:\n"
+            f"            _dropped[{path!r} + '.' + extra] += 1\n"
+            f"    _get = value.get\n"
+            f"    return {{{body}}}\n")
+        return function
+
+
 def projector(node: Node, path: str, dropped: Dropped) -> Projector:
-    if isinstance(node, Scalar):
-        return _scalar(node.dtype)
-    if isinstance(node, ListOf):
-        item = projector(node.item, path + "[]", dropped)
-        return lambda value: [item(v) for v in value] if isinstance(value, list) else None
-    children = [(name, projector(child, f"{path}.{name}", dropped)) for name, child in node.fields]
-    names = frozenset(name for name, _ in node.fields)
-
-    def project(value: Any) -> Any:
-        if not isinstance(value, dict):
-            return None
-        if not value.keys() <= names:
-            for extra in value.keys() - names:
-                dropped.keys[f"{path}.{extra}"] += 1
-        return {name: child(value.get(name)) for name, child in children}
-
-    return project
-
-
-def _scalar(dtype: str) -> Projector:
-    if dtype == STRING:
-        return lambda v: v if isinstance(v, str) or v is None else json.dumps(v, ensure_ascii=False)
-    if dtype == FLOAT64:
-        return lambda v: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-    if dtype == INT64:
-        return lambda v: v if type(v) is int else (int(v) if isinstance(v, float) and v.is_integer() else None)
-    return lambda v: v if isinstance(v, bool) else None
+    """A function that projects a stored (decoded JSON) value onto `node`: every struct field present (null when
+    the value has none), in the schema's order; scalars of the schema's type (an int where a float belongs becomes
+    a float, a number where text belongs its JSON text, anything else null); keys the schema does not name are
+    left out and counted in `dropped` by their path."""
+    compiler = _Compiler(dropped)
+    top = compiler.expr(node, "value", path)
+    source = "\n".join([*compiler.functions, f"def project(value):\n    return {top}\n"])
+    namespace = dict(compiler.names)
+    exec(compile(source, f"<projector {path}>", "exec"), namespace)  # noqa: S102 - source built from the schema
+    return namespace["project"]
 
 
 # -- the task's schema ----------------------------------------------------------------------------------------

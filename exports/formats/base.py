@@ -42,4 +42,4 @@ json_text = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_ci
 
 def flat_value(value: Any) -> Any:
     """A value for a flat format (CSV): objects and lists become JSON text; strings, numbers and null stay."""
-    return json_text(value) if isinstance(value, dict | list) else value
+    return json_text(value) if value.__class__ is dict or value.__class__ is list else value

@@ -215,3 +215,27 @@ def test_scalar_columns_keep_their_types_in_parquet(mixed_round, open_round, tmp
     assert str(table.schema.field("votes_correct").type) == "int64"
     assert str(table.schema.field("fooled").type) == "bool"
     assert str(table.schema.field("model_versions").type) == "list<element: int64>"
+
+
+def test_a_projection_fills_orders_coerces_and_counts_what_it_leaves_out():
+    """The projector of a shape (compiled from the schema): every field present in the schema's order, an int where
+    a float belongs as a float, a number where text belongs as its JSON text, a wrong type as null, unknown keys
+    left out and counted by path."""
+    from exports.schema import Dropped, kind_shapes, projector
+    from tasks.models import Task
+
+    shapes = kind_shapes(Task(slug="x", kind="sentiment", config={}))
+    dropped = Dropped()
+    rows = projector(shapes["model_predictions"], "model_predictions", dropped)
+    stored = [{"prediction": {"probs": {"negative": 1, "positive": True, "odd": 0.5}, "label": "negative"},
+               "name": 7, "model_version": 2.0, "extra": "x", "opponent": "yes"}, "junk", None]
+    assert rows(stored) == [
+        {"model_version": 2, "name": "7", "prediction": {"label": "negative",
+                                                         "probs": {"positive": None, "negative": 1.0, "neutral": None}},
+         "opponent": None, "fooled": None, "seconds": None, "left_out": None},
+        None, None]
+    assert list(rows(stored)[0]) == ["model_version", "name", "prediction", "opponent", "fooled", "seconds", "left_out"]
+    assert dropped.keys == {"model_predictions[].extra": 2, "model_predictions[].prediction.probs.odd": 2}
+    assert rows(None) is None and rows({"not": "a list"}) is None
+    text = projector(shapes["target"], "target", dropped)
+    assert text("positive") == "positive" and text(None) is None and text({"a": 1}) == '{"a": 1}'
