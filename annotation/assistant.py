@@ -93,14 +93,9 @@ def warm_up(task: Task) -> threading.Thread | None:
     prompt once (the part every request shares: llama.cpp keeps it in its slots), so that the writer's first
     "Suggest examples" waits for neither (measured on the served demo while the demo models train: the first
     request took 28 s, the next ones 3-4 s). Once per process and task; for a page that offers the assistant, when
-    it is shown (the create page: `{% warm_assistant task %}`, annotation.templatetags.assistant_tags). Only where
-    the job runs in this process (the embedded default's thread); an HTTP provider has nothing to load (None)."""
-    from annotation import jobs  # the job module imports this one
-    from dynabench_site.jobs import runner_for
-
+    it is shown, through `annotation.jobs.warm_assistant` (only where the job runs in this process). An HTTP provider
+    has nothing to load (None)."""
     if not enabled(task) or task.typed_config.assistant.provider.provider != "local":
-        return None
-    if runner_for(jobs.suggest) != "thread":  # the job runs elsewhere (a Celery worker) or inline (tests)
         return None
     try:
         provider = provider_for(task.typed_config.assistant.provider)

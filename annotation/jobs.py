@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from annotation import assistant, scoring
 from annotation.models import Example
-from dynabench_site.jobs import dispatch
+from dynabench_site.jobs import dispatch, runner_for
 
 log = logging.getLogger(__name__)
 
@@ -172,3 +172,13 @@ suggest.background_thread = True
 
 def enqueue_suggestion(suggestion_id: int) -> None:
     dispatch(suggest, suggestion_id, on_failure=lambda exc: assistant.not_queued(suggestion_id))
+
+
+def warm_assistant(task):
+    """Have the task's local language model loaded, and its prompt read, before the writer's first request, where
+    the suggest job runs in this process (the embedded default's thread: `assistant.warm_up`); a Celery worker's
+    job, or an inline one (tests), gains nothing from it (None). The create page calls it when it offers the
+    assistant (`{% warm_assistant task %}`)."""
+    if runner_for(suggest) != "thread":
+        return None
+    return assistant.warm_up(task)

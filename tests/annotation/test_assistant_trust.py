@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.urls import reverse
 
-from annotation import assistant
+from annotation import assistant, jobs
 from annotation.models import Example, Suggestion
 from dynabench_site.text import text_problem
 from tasks.models import Context, LabeledItem
@@ -240,15 +240,15 @@ def test_warming_up_loads_the_local_model_and_reads_the_task_s_prompt_once_per_p
 
     settings.JOB_RUNNER = "celery"
     task, round_, context = assisted()
-    assert assistant.warm_up(task) is None  # the job runs on a worker: warming this process would not help
+    assert jobs.warm_assistant(task) is None  # the job runs on a worker: warming this process would not help
     settings.JOB_RUNNER = ""  # the embedded default: the job is a thread of this process
     items(task, DEMO_ITEMS)
-    thread = assistant.warm_up(task)
+    thread = jobs.warm_assistant(task)
     thread.join(180)
     assert not thread.is_alive()
     assert LocalProvider().health()["detail"] == "loaded"
     assert not [r for r in caplog.records if r.name == "annotation.assistant" and r.levelname in ("WARNING", "ERROR")]
-    assert assistant.warm_up(task) is thread  # once
+    assert jobs.warm_assistant(task) is thread  # once
     http, _, _ = make_task("sentiment", slug="sentiment-http", config={"assistant": {
         "enabled": True, "provider": {"provider": "openai"}}})
-    assert assistant.warm_up(http) is None  # nothing to load
+    assert jobs.warm_assistant(http) is None  # nothing to load
