@@ -38,6 +38,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = ROOT.parent / "shared" / "data"  # settings' default for this checkout (another tree is elsewhere)
 TEXTS = [
     "The waiter forgot our order twice, but the dessert made up for it.",
     "A quiet film that never quite finds its voice.",
@@ -66,7 +67,7 @@ def free_port() -> int:
 def env_for(work: Path, models: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update(VAR_DIR=str(work), DATABASE_URL=f"sqlite:///{work / 'db.sqlite3'}", MODEL_STORE=str(models),
-               DEBUG="true", PYTHONUNBUFFERED="1")
+               DEBUG="true", PYTHONUNBUFFERED="1", DATA_DIR=os.environ.get("DATA_DIR", str(DATA_DIR)))
     for name in ("CELERY_BROKER_URL", "CACHE_URL", "JOB_RUNNER"):  # the embedded default, as `make run`
         env.pop(name, None)
     return env
