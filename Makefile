@@ -30,11 +30,12 @@ demo: migrate
 
 # Development mode is explicit: DEBUG defaults to false everywhere else (docs/SECURITY.md).
 # The site answers within seconds; the demo models train in the background (cheapest task first, each ensemble
-# deployed when ready; progress on each task page, submissions answered "pending" until then).
+# deployed when ready; progress on each task page, submissions answered "pending" until then). The training runs
+# at a lower CPU priority (nice 10), so verdicts and the writing assistant answer first on a small machine.
 run: demo
 	@mkdir -p var
 	@echo "Training the demo models in the background: log var/demo_models.log, progress on each task page"
-	@$(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) )$(PY) manage.py demo_models --no-progress > var/demo_models.log 2>&1 & pid=$$!; \
+	@$(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC) )nice -n 10 $(PY) manage.py demo_models --no-progress > var/demo_models.log 2>&1 & pid=$$!; \
 	trap 'kill $$pid 2>/dev/null' EXIT INT TERM; \
 	echo "Serving on http://$(HOST):$(PORT)/  (Ctrl-C to stop)"; \
 	DEBUG=true $(PY) manage.py runserver $(HOST):$(PORT)
