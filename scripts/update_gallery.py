@@ -23,7 +23,9 @@ WIDE, WIDE_TO = 1400, 1000
 # test_guidelines_gate.py, test_my_examples.py, tests/validation/test_judging.py, tests/crowd/test_qualification.py)
 OTHER_PAGES = ("annotator-assistant-1400",
                *(f"{name}-{width}" for name in ("annotator-guidelines-first", "annotator-guidelines-changed",
-                                                 "annotator-my-examples", "validator-judging", "validator-quiz-result")
+                                                 "annotator-my-examples", "validator-judging", "validator-quiz-result",
+                                                 "owner-publish", "researcher-downloads", "annotator-training-notice",
+                                                 "home-training-notice", "annotator-opponent-row", "leaderboard-test-sets")
                  for width in (1400, 420)))
 
 
