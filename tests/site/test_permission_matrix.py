@@ -305,6 +305,7 @@ ROWS: list[Row] = [
     Row("tasks/<slug:slug>/console/", "GET", p("/tasks/sentiment/console/"), OWNERS),
     Row("tasks/<slug:slug>/console/rounds/", "GET", p("/tasks/sentiment/console/rounds/"), OWNERS),
     Row("tasks/<slug:slug>/console/health/", "GET", p("/tasks/sentiment/console/health/"), OWNERS),
+    Row("tasks/<slug:slug>/console/datasets/", "GET", p("/tasks/sentiment/console/datasets/"), OWNERS),
     Row("tasks/<slug:slug>/console/health/scoring/retry/", "POST", p("/tasks/sentiment/console/health/scoring/retry/"),
         OWNERS),
     Row("tasks/<slug:slug>/console/rounds/", "POST", p("/tasks/sentiment/console/rounds/"), OWNERS,
