@@ -233,8 +233,8 @@ def main() -> int:
     parser.add_argument("--no-training", action="store_true", help="serve without demo_models (the quiet baseline)")
     parser.add_argument("--deploy-timeout", type=float, default=1800, help="seconds to wait for the sentiment "
                                                                              "ensemble before the late phase")
-    parser.add_argument("--training-nice", type=int, default=0,
-                        help="start demo_models under `nice -n N` (make run: 0), to compare")
+    parser.add_argument("--training-nice", type=int, default=10,
+                        help="start demo_models under `nice -n N` (make run: 10; 0 to compare with equal priority)")
     parser.add_argument("--database-url", default=None, help="default: SQLite in the temporary VAR_DIR (make run)")
     parser.add_argument("--keep", default=None, help="a folder for VAR_DIR, kept afterwards (logs)")
     parser.add_argument("--reload", action="store_true", help="runserver's autoreloader on, as make run has it "
