@@ -27,7 +27,7 @@ def test_every_head_names_a_known_aggregation_and_is_a_model_version_choice():
 
 
 def test_an_unknown_head_is_refused_by_name():
-    with pytest.raises(KeyError, match="known heads: classification, qa"):
+    with pytest.raises(KeyError, match="unknown model head 'generation'; choose one of: classification, qa"):
         get_head("generation")
 
 
