@@ -16,9 +16,10 @@ from modelzoo.signals import ensemble_deployed
 from modelzoo.testing import deploy_tiny_ensemble
 from rounds.leaderboard import leaderboard
 from tasks import roles
-from tests.annotation.conftest import closed_port, make_task
+from tests.annotation.conftest import make_task
 from tests.annotation.test_llm_opponent import NEGATIVE, POSITIVE
 from tests.factories import LabeledItemFactory, UserFactory
+from tests.llm.endpoints import down_endpoint
 from zoo.data import LabelledSet
 
 pytestmark = pytest.mark.django_db
@@ -58,9 +59,16 @@ def plain(n: int, offset: int = 0, positive_share: float = 0.5) -> list[tuple[st
     return out + [(f"{NEGATIVE[i % 20]} (review {offset + 500 + i})", "negative") for i in range(n - positives)]
 
 
+@pytest.fixture(autouse=True)
+def _down_endpoint(settings):
+    """The operator's endpoint "down", on a port nothing listens on (what `down_opponent` picks)."""
+    down_endpoint(settings)
+
+
 def down_opponent(task):
-    """An opponent whose provider never answers (an HTTP endpoint on a closed port; left out of every verdict)."""
-    provider = {"provider": "openai", "base_url": f"http://127.0.0.1:{closed_port()}/v1", "model": "m", "timeout_s": 1}
+    """An opponent whose provider never answers (the operator's endpoint "down", on a closed port; left out of
+    every verdict)."""
+    provider = {"provider": "openai", "endpoint": "down", "timeout_s": 1}
     return opponent._create(task, "down opponent (LLM)", {"kind": opponent.KIND, "llm": {
         "provider": provider, "labels": ["negative", "positive"], "label_words": {}, "offsets": {},
         "instructions": "Say whether the text is positive or negative.", "field_names": ["Text", "Second"],
@@ -130,7 +138,7 @@ def test_held_out_rows_are_never_the_rows_the_offsets_are_fitted_on():
 
 @pytest.mark.slow
 def test_a_fitted_local_opponent_is_judged_on_held_out_rows_ranked_at_deploy_and_left_out_when_it_falls_short(
-        writer_api, client):
+        writer_api, client, monkeypatch):
     task, round_, context = opposed_task()
     for i, (text, label) in enumerate(plain(8, offset=900)):  # the base test set the leaderboard evaluates it on
         LabeledItemFactory(task=task, split="test", collection="demo", input={"text": text}, target=label, key=f"t{i}")
@@ -156,7 +164,9 @@ def test_a_fitted_local_opponent_is_judged_on_held_out_rows_ranked_at_deploy_and
     assert rival["model_version"] == version.pk and rival["prediction"]["label"] in ("negative", "positive")
     assert rival["held_out"] == opponent.summary(version) and rival["decides"] is False
 
-    # Judged on a set where one label is 97 % of the rows, no classifier beats it by 5 points: left out.
-    skewed = opponent.judge(version, rows("skewed", plain(100, 300, positive_share=0.97)))
-    assert skewed["majority"] == 0.97 and skewed["verdict"] == opponent.FALLS_SHORT
+    # Judged on a set where one label is 95 % of the rows, no classifier beats it by 5 points: left out. (20 rows
+    # judged, the least size lowered for it: the outcome does not depend on the size, and each row is a model call.)
+    monkeypatch.setattr(opponent, "MIN_HELD_OUT", 20)
+    skewed = opponent.judge(version, rows("skewed", plain(20, 300, positive_share=0.95)))
+    assert skewed["majority"] == 0.95 and skewed["verdict"] == opponent.FALLS_SHORT
     assert opponent.current(task) is None
