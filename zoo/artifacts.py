@@ -21,6 +21,7 @@ SIZE_BOUNDS = {"hidden_size": 8192, "dim": 8192, "embedding_size": 8192, "vocab_
                "num_hidden_layers": 96, "n_layers": 96, "num_attention_heads": 256, "n_heads": 256,
                "intermediate_size": 65536, "hidden_dim": 65536, "max_position_embeddings": 65536,
                "type_vocab_size": 1024, "num_labels": 1000}
+MINIMA = {"type_vocab_size": 0}  # DeBERTa (v1, v2/v3) has no token types: 0
 LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
 OUTPUT_LAYERS = ("classifier.out_proj.weight", "classifier.weight", "qa_outputs.weight")
 SAFETENSORS_DTYPES = {"F64", "F32", "F16", "BF16", "I64", "I32", "I16", "I8", "U8", "BOOL", "F8_E4M3", "F8_E5M2"}
@@ -43,10 +44,10 @@ def code_keys(value: Any, path: str = "") -> list[str]:
 
 def size_problems(config: dict[str, Any]) -> list[str]:
     """Sizes in config.json must be whole numbers within bounds (a huge one would exhaust memory at load)."""
-    return [f"config.json: {key} must be a whole number between 1 and {bound}, not {config[key]!r}"
+    return [f"config.json: {key} must be a whole number between {MINIMA.get(key, 1)} and {bound}, not {config[key]!r}"
             for key, bound in SIZE_BOUNDS.items()
             if key in config and (not isinstance(config[key], int) or isinstance(config[key], bool)
-                                  or not 1 <= config[key] <= bound)]
+                                  or not MINIMA.get(key, 1) <= config[key] <= bound)]
 
 
 def parse_header(head: bytes, size: int) -> tuple[dict[str, dict[str, Any]], str | None]:

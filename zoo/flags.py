@@ -22,6 +22,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "ZOO_MEMBER_THREADS": ("0", "TorchServe: threads running an ensemble's members; 0 = min(members, CPUs)"),
     "ZOO_SHARE_TRUNK": ("on", "members with the same frozen lower layers run them once per batch (zoo.trunk)"),
     "ZOO_FIRST_TOKEN": ("on", "a classifier's last layer computes the first token alone (zoo.trunk)"),
+    "ZOO_DEVICE": ("auto", "where models compute: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N; CUDA asked "
+                           "for and absent is an error at start (zoo.device)"),
     "ZOO_OCCLUSION_PRECISION": ("auto", "an occlusion map's batch: auto, bf16 or fp32 (zoo.explain)"),
 }
 

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy
 import torch
-from transformers import AutoConfig
-from transformers.utils import logging as hf_logging
 
 from zoo import encoder as enc
+from zoo import encoders
 from zoo.heads import HEADS, get_head
 from zoo.runtime import ZOO_FILE, configure_threads
 
@@ -40,7 +39,7 @@ class TrainSpec:
     seed: int = 0
     weight_decay: float = 0.01
     warmup: float = 0.1
-    encoder: str = enc.ENCODER_NAME  # or "tiny": a small random BERT (tests)
+    encoder: str = enc.ENCODER_NAME  # a name or folder zoo.encoders resolves ("tiny": a small random BERT, tests)
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -66,18 +65,13 @@ def build_model(spec: TrainSpec) -> torch.nn.Module:
     """A fresh model for the spec: pretrained encoder + new head, or a tiny random one."""
     head = get_head(spec.head)
     kwargs = head.config_overrides(spec.labels)
-    if spec.encoder == TINY:
-        config = enc.tiny_config()
-        for key, value in kwargs.items():
-            setattr(config, key, value)
-        return head.auto_model.from_config(config)
-    config = AutoConfig.from_pretrained(str(enc.encoder_path()), **kwargs)
-    previous = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the new head is expected to be missing from the checkpoint
-    try:
-        return head.auto_model.from_pretrained(str(enc.encoder_path()), config=config)
-    finally:
-        hf_logging.set_verbosity(previous)
+    source = encoders.resolve(spec.encoder)
+    return source.model(head.auto_model, source.config(**kwargs))
+
+
+def load_tokenizer(spec: TrainSpec) -> Any:
+    """The tokenizer of the spec's encoder."""
+    return encoders.resolve(spec.encoder).tokenizer()
 
 
 # -- batches ----------------------------------------------------------------------------------------
@@ -100,7 +94,7 @@ def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str
         raise ValueError("no training examples")
     configure_threads()
     seed_everything(spec.seed)
-    tokenizer = enc.load_tokenizer()
+    tokenizer = load_tokenizer(spec)
     features = get_head(spec.head).features(tokenizer, examples, spec.labels, spec.max_length)
     model = build_model(spec)
     started = time.perf_counter()
