@@ -11,6 +11,16 @@ Two recipes (Django-free, like `zoo.training`):
 - ``"full"`` (`zoo.training.train`, today's recipe): every member fine-tunes the whole encoder for a
   fixed number of epochs. Kept for comparison (bench/bench_rounds.py runs both).
 
+Every family of `zoo.families` that can be cut into a trunk and a tail trains this way (BERT, RoBERTa, XLM-R,
+ELECTRA, DistilBERT, MPNet, DeBERTa v1/v2: the trunk and tail are views of the model's own modules, relative-
+position tables frozen with the trunk). ALBERT cannot be cut (one layer group's weights at every depth): its
+members are fine-tuned whole, on the same steps, dev split, early stopping and kept checkpoint, at `full_lr`
+(recorded in the metrics as `whole_model` with the reason).
+
+On a GPU (`zoo.device`: ZOO_DEVICE or a device passed in) the model, the cache and the batches live there, the
+members train under autocast (bfloat16, or float16 with a loss scaler) and the batch is the one the card takes;
+on the CPU nothing changes (float32, or bfloat16 where `bf16` asks and the CPU has it natively).
+
 Each member is saved as a complete artifact (full encoder weights: the frozen lower layers as they were, the
 trained top layers and head), in the same format as `zoo.training.save_artifact`: serving and
 `zoo.runtime` load it like any other model.
@@ -28,18 +38,25 @@ from typing import Any
 
 import torch
 
+from zoo import device as devices
 from zoo import encoder as enc
-from zoo import precision
+from zoo import families, precision
 from zoo.heads import HEADS, get_head
 from zoo.registry import Registry
 from zoo.runtime import configure_threads
 from zoo.training import (
+    Precision,
     TrainExample,
     TrainSpec,
     build_model,
+    collate,
+    encoder_meta,
     linear_schedule,
+    load_tokenizer,
+    parameter_count,
     save_artifact,
     seed_everything,
+    the_device,
 )
 
 CACHED_TOP = "cached-top"
@@ -77,6 +94,7 @@ class RecipeSpec:
     bf16: bool = False  # train in bfloat16 autocast where the CPU multiplies it natively (AMX: ~1.7x per update)
     select_on: str = "loss"  # early stopping and the kept checkpoint: dev "loss", or dev "error" (classification;
     # ties broken by the loss; a head without labels falls back to the loss)
+    full_lr: float = 5e-5  # a family that cannot be split (ALBERT) is fine-tuned whole, at this learning rate
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
@@ -124,13 +142,6 @@ def plan_steps(n_train: int, spec: RecipeSpec) -> int:
     return max(1, min(spec.max_steps, max(spec.min_steps, per_epoch * spec.epochs)))
 
 
-class _Passthrough(torch.nn.Module):
-    """Stands in for the embeddings while training on cached hidden states: returns them unchanged."""
-
-    def forward(self, input_ids=None, inputs_embeds=None, **_: Any) -> torch.Tensor:
-        return inputs_embeds
-
-
 class CachedStates:
     """The frozen lower layers' output for every feature (fp16, unpadded), and the features' targets."""
 
@@ -145,15 +156,35 @@ class CachedStates:
 
     def batch(self, ids: Sequence[int]) -> dict[str, torch.Tensor]:
         longest = max(self.states[i].shape[0] for i in ids)
-        hidden = torch.zeros(len(ids), longest, self.states[ids[0]].shape[1])
-        mask = torch.zeros(len(ids), longest, dtype=torch.long)
+        where = self.states[ids[0]].device
+        hidden = torch.zeros(len(ids), longest, self.states[ids[0]].shape[1], device=where)
+        mask = torch.zeros(len(ids), longest, dtype=torch.long, device=where)
         for row, i in enumerate(ids):
             n = self.states[i].shape[0]
             hidden[row, :n] = self.states[i].float()
             mask[row, :n] = 1
         out = {"inputs_embeds": hidden, "attention_mask": mask}
-        out.update({k: torch.tensor([v[i] for i in ids]) for k, v in self.targets.items()})
+        out.update({k: torch.tensor([v[i] for i in ids], device=where) for k, v in self.targets.items()})
         return out
+
+
+class TokenBatches:
+    """The features themselves, for a member trained whole (a family that cannot be split): the same interface
+    as `CachedStates` (lengths, batches with the targets), padded input ids instead of hidden states."""
+
+    def __init__(self, tokenizer: Any, features: list[dict], target_keys: Sequence[str], device: torch.device):
+        self.tokenizer, self.features, self.target_keys, self.device = tokenizer, features, tuple(target_keys), device
+        self.targets = {k: [f[k] for f in features] for k in self.target_keys}
+
+    def __len__(self) -> int:
+        return len(self.features)
+
+    def lengths(self) -> list[int]:
+        return [len(f["input_ids"]) for f in self.features]
+
+    def batch(self, ids: Sequence[int]) -> dict[str, torch.Tensor]:
+        return devices.to_device(collate(self.tokenizer, [self.features[i] for i in ids], self.target_keys),
+                                 self.device)
 
 
 def length_bucketed_batches(lengths: Sequence[int], batch_size: int, generator: torch.Generator,
@@ -178,33 +209,37 @@ def training_dtype(spec: RecipeSpec) -> torch.dtype | None:
     return torch.bfloat16 if spec.bf16 and precision.native_bf16() else None
 
 
-def _layers(model: torch.nn.Module) -> torch.nn.ModuleList:
-    return model.base_model.encoder.layer
+MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+ENCODE_BATCH = {"cpu": 32, "cuda": 128}  # rows per batch of the one pass over the frozen layers
 
 
 @torch.inference_mode()
 def encode_lower(model: torch.nn.Module, tokenizer: Any, features: list[dict], target_keys: Sequence[str],
-                 frozen: int, batch_size: int = 32, tick: Callable[[], None] | None = None) -> CachedStates:
-    """Run embeddings + the first `frozen` layers once over every feature (sorted by length: little padding)."""
-    base, layers = model.base_model, _layers(model)
-    base.encoder.layer = torch.nn.ModuleList(list(layers)[:frozen])
+                 frozen: int, batch_size: int = 32, tick: Callable[[], None] | None = None,
+                 device: torch.device | None = None, autocast: Any = None) -> CachedStates:
+    """Run embeddings + the first `frozen` layers once over every feature (sorted by length: little padding),
+    through the family's trunk view (`zoo.families.trunk_view`). On a GPU (`device`) the states stay there;
+    `autocast`: a context factory for the forward (a GPU's mixed precision)."""
+    import contextlib
+
+    where = device or torch.device("cpu")
+    trunk = families.trunk_view(model, frozen)
     model.eval()
-    try:
-        order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
-        states: list[torch.Tensor | None] = [None] * len(features)
-        for start in range(0, len(order), batch_size):
-            ids = order[start:start + batch_size]
-            padded = tokenizer.pad([{k: v for k, v in features[i].items() if k not in target_keys} for i in ids],
-                                   return_tensors="pt")
-            args = {k: v for k, v in padded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
-            hidden = base(**args).last_hidden_state
-            for row, i in enumerate(ids):
-                n = len(features[i]["input_ids"])
-                states[i] = hidden[row, :n].to(torch.float16).clone()
-            if tick:
-                tick()
-    finally:
-        base.encoder.layer = layers
+    accepted = set(getattr(tokenizer, "model_input_names", MODEL_INPUTS)) & set(MODEL_INPUTS)
+    order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
+    states: list[torch.Tensor | None] = [None] * len(features)
+    for start in range(0, len(order), batch_size):
+        ids = order[start:start + batch_size]
+        padded = tokenizer.pad([{k: v for k, v in features[i].items() if k not in target_keys} for i in ids],
+                               return_tensors="pt")
+        args = devices.to_device({k: v for k, v in padded.items() if k in accepted}, where)
+        with autocast() if autocast else contextlib.nullcontext():
+            hidden = trunk(**args).last_hidden_state
+        for row, i in enumerate(ids):
+            n = len(features[i]["input_ids"])
+            states[i] = hidden[row, :n].to(torch.float16).clone()
+        if tick:
+            tick()
     return CachedStates(states, {k: [f[k] for f in features] for k in target_keys})
 
 
@@ -222,10 +257,12 @@ def _reset_head(model: torch.nn.Module) -> None:
 
 
 def _trainable(model: torch.nn.Module, frozen: int) -> list[torch.nn.Parameter]:
+    """Everything but the trunk (`families.trunk_modules`: embeddings, relative-position tables, layers[:frozen])
+    trains; the trunk's parameters stop asking for gradients."""
     keep: list[torch.nn.Parameter] = []
-    lower = {id(p) for p in model.base_model.embeddings.parameters()}
-    for layer in list(_layers(model))[:frozen]:
-        lower |= {id(p) for p in layer.parameters()}
+    lower: set[int] = set()
+    for module in families.trunk_modules(model, frozen):
+        lower |= {id(p) for p in module.parameters()}
     for p in model.parameters():
         p.requires_grad_(id(p) not in lower)
         if id(p) not in lower:
@@ -234,12 +271,13 @@ def _trainable(model: torch.nn.Module, frozen: int) -> list[torch.nn.Parameter]:
 
 
 @torch.no_grad()
-def _dev_loss(model: torch.nn.Module, cache: CachedStates, batch_size: int) -> tuple[float, float | None]:
+def _dev_loss(model: torch.nn.Module, cache: CachedStates | TokenBatches, batch_size: int) -> tuple[float, float | None]:
     """(mean loss, error rate or None) on the dev cache; the error rate when the model predicts labels."""
     model.eval()
     total, n, wrong = 0.0, 0, 0
     labelled = "labels" in cache.targets
-    order = sorted(range(len(cache)), key=lambda i: cache.states[i].shape[0])  # little padding
+    lengths = cache.lengths()
+    order = sorted(range(len(cache)), key=lambda i: lengths[i])  # little padding
     for start in range(0, len(order), batch_size):
         ids = order[start:start + batch_size]
         batch = cache.batch(ids)
@@ -266,27 +304,36 @@ def _better(spec: RecipeSpec, loss: float, error: float | None, best: tuple) -> 
 def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs: Sequence[Path | str],
                    seeds: Sequence[int], *, dev: Sequence[TrainExample] | None = None,
                    keys: Sequence[str] | None = None, progress: Progress | None = None,
-                   extra_meta: Sequence[dict[str, Any]] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                   extra_meta: Sequence[dict[str, Any]] | dict[str, Any] | None = None,
+                   device: torch.device | str | None = None) -> list[dict[str, Any]]:
     """Train one member per seed with the cached-top recipe and write each to its `out_dirs` entry
     (atomically). `dev`: labelled examples for early stopping (default: carved from `examples` by `keys`).
-    Returns each member's metrics (train/dev loss, steps, whether it stopped early, seconds)."""
+    `device`: where to train (default: ZOO_DEVICE's policy). Returns each member's metrics (train/dev loss,
+    steps, whether it stopped early, seconds, the device)."""
     if not examples:
         raise ValueError("no training examples")
     if len(out_dirs) != len(seeds):
         raise ValueError("one output folder per seed")
+    where = the_device(device)
     configure_threads()
     started = time.perf_counter()
     head = get_head(spec.head)
     train_rows, dev_rows = (list(examples), list(dev)) if dev is not None else carve_dev(examples, keys, spec)
-    tokenizer = enc.load_tokenizer()
+    tokenizer = load_tokenizer(spec.train_spec(0))
     seed_everything(0)
     base = build_model(spec.train_spec(0))
-    frozen = max(0, len(_layers(base)) - spec.top_layers)
+    whole = families.split_problem(base)  # None: the family splits into a frozen trunk and a trained tail
+    frozen = 0 if whole else max(0, len(families.layers(base)) - spec.top_layers)
+    if where.type != "cpu":
+        base.to(where)
+    mixed = Precision(where, training_dtype(spec))
+    batch_size = devices.batch_size_for(where, spec.batch_size, parameter_count(base))
     train_features = head.features(tokenizer, train_rows, spec.labels, spec.max_length)
     dev_features = head.features(tokenizer, dev_rows, spec.labels, spec.max_length) if dev_rows else []
 
     steps = plan_steps(len(train_features), spec)
-    cache_batches = -(-len(train_features) // 32) + -(-len(dev_features) // 32)
+    encode_batch = ENCODE_BATCH.get(where.type, 32)
+    cache_batches = 0 if whole else -(-len(train_features) // encode_batch) + -(-len(dev_features) // encode_batch)
     total = cache_batches + steps * len(seeds)
     done = [0]
 
@@ -296,23 +343,39 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
             progress(min(done[0], total), total, stats or {"phase": 0.0, "batches": float(cache_batches)})
 
     t0 = time.perf_counter()
-    train_cache = encode_lower(base, tokenizer, train_features, head.target_keys, frozen, tick=tick)
-    dev_cache = encode_lower(base, tokenizer, dev_features, head.target_keys, frozen, tick=tick) if dev_features else None
+    dev_cache: CachedStates | TokenBatches | None
+    if whole:
+        train_cache = TokenBatches(tokenizer, train_features, head.target_keys, where)
+        dev_cache = TokenBatches(tokenizer, dev_features, head.target_keys, where) if dev_features else None
+    else:
+        amp = mixed.autocast if where.type != "cpu" else None
+        train_cache = encode_lower(base, tokenizer, train_features, head.target_keys, frozen, encode_batch, tick,
+                                   where, amp)
+        dev_cache = encode_lower(base, tokenizer, dev_features, head.target_keys, frozen, encode_batch, tick,
+                                 where, amp) if dev_features else None
     cache_seconds = time.perf_counter() - t0
 
     metas = extra_meta if isinstance(extra_meta, Sequence) else [extra_meta or {}] * len(seeds)
+    described, encoder = devices.describe(where), encoder_meta(spec.encoder)
     results = []
     for index, (seed, out_dir) in enumerate(zip(seeds, out_dirs, strict=True)):
         member_started = time.perf_counter()
         model = copy.deepcopy(base)
         seed_everything(seed)
         _reset_head(model)
-        metrics = _fit_member(model, train_cache, dev_cache, spec, seed, frozen, steps, index, tick)
+        metrics = _fit_member(model, train_cache, dev_cache, spec, seed, frozen, steps, index, tick,
+                              mixed=mixed, batch_size=batch_size, whole=bool(whole))
         metrics.update({"recipe": CACHED_TOP, "train_examples": len(train_features), "dev_examples": len(dev_features),
                         "frozen_layers": frozen, "cache_seconds": round(cache_seconds, 2),
-                        "seconds": round(time.perf_counter() - member_started, 2)})
-        meta = {"recipe": {"name": CACHED_TOP, **asdict(spec)}, **(metas[index] or {})}
+                        "seconds": round(time.perf_counter() - member_started, 2), "device": described,
+                        "encoder": encoder})
+        if whole:
+            metrics["whole_model"] = f"every layer trained (lr {spec.full_lr}): {whole}"
+        if where.type != "cpu":
+            metrics["batch_size"] = batch_size
+        meta = {"recipe": {"name": CACHED_TOP, **asdict(spec)}, "device": described, **(metas[index] or {})}
         save_artifact(model, tokenizer, spec.train_spec(seed), metrics, Path(out_dir), meta)
+        del model
         results.append(metrics)
         done[0] = cache_batches + steps * (index + 1)  # a member that stopped early skips its remaining steps
         if progress:  # this member is finished: its own final loss and the steps it took
@@ -323,14 +386,22 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
     return results
 
 
-def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates | None, spec: RecipeSpec, seed: int,
-                frozen: int, steps: int, index: int, tick: Callable[[dict[str, float]], None]) -> dict[str, Any]:
-    base, layers, embeddings = model.base_model, _layers(model), model.base_model.embeddings
-    params = _trainable(model, frozen)
-    base.encoder.layer = torch.nn.ModuleList(list(layers)[frozen:])
-    base.embeddings = _Passthrough()
+def _fit_member(model: torch.nn.Module, cache: CachedStates | TokenBatches, dev: CachedStates | TokenBatches | None,
+                spec: RecipeSpec, seed: int, frozen: int, steps: int, index: int,
+                tick: Callable[[dict[str, float]], None], *, mixed: Precision | None = None,
+                batch_size: int | None = None, whole: bool = False) -> dict[str, Any]:
+    """One member's updates: the tail (`families.tail_view`: layers[frozen:], pooler, head) on the cached
+    states, or, `whole`, the whole model on the tokens."""
+    mixed = mixed or Precision(torch.device("cpu"), training_dtype(spec))
+    batch_size = batch_size or spec.batch_size
+    model.train()
+    if whole:
+        params, runner, lr = list(model.parameters()), model, spec.full_lr
+    else:
+        params, runner, lr = _trainable(model, frozen), families.tail_view(model, frozen, None), spec.lr
+    runner.train()
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.AdamW(params, lr=spec.lr, weight_decay=spec.weight_decay)
+    optimizer = torch.optim.AdamW(params, lr=lr, weight_decay=spec.weight_decay)
     scheduler = linear_schedule(optimizer, int(steps * spec.warmup), steps)
     eval_every = max(1, steps // max(1, spec.evals))
     best: tuple[float, list[torch.Tensor], float | None] | None = None  # (dev loss, weights, dev error)
@@ -338,23 +409,21 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
     dev_errors: list[float] = []
     bad, step, recent, stopped = 0, 0, [], False
     batches: list[list[int]] = []
-    model.train()
     try:
         while step < steps and not stopped:
             if not batches:
-                batches = length_bucketed_batches(cache.lengths(), spec.batch_size, generator, spec.bucket_batches)
+                batches = length_bucketed_batches(cache.lengths(), batch_size, generator, spec.bucket_batches)
             ids = batches.pop()
-            with precision.autocast(training_dtype(spec)):
-                loss = model(**cache.batch(ids)).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            optimizer.step(), scheduler.step(), optimizer.zero_grad()
+            with mixed.autocast():
+                loss = runner(**cache.batch(ids)).loss
+            mixed.step(loss, params, optimizer)
+            scheduler.step(), optimizer.zero_grad()
             step += 1
             recent = (recent + [loss.item()])[-50:]
             tick({"member": float(index), "loss": sum(recent) / len(recent), "step": float(step), "steps": float(steps)})
             if dev is not None and (step % eval_every == 0 or step == steps):
-                with precision.autocast(training_dtype(spec)):
-                    dev_loss, dev_error = _dev_loss(model, dev, 64)
+                with mixed.autocast():
+                    dev_loss, dev_error = _dev_loss(runner, dev, 64)
                 dev_losses.append(round(dev_loss, 4))
                 if dev_error is not None:
                     dev_errors.append(round(dev_error, 4))
@@ -364,8 +433,6 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates, dev: CachedStates |
                     bad += 1
                     stopped = bad >= spec.patience and step < steps
     finally:
-        base.encoder.layer = layers
-        base.embeddings = embeddings
         for p in model.parameters():
             p.requires_grad_(True)
     if best is not None:

@@ -3,6 +3,12 @@
 Django-free, so the hardness module and scripts can use it directly. `train()` takes `TrainExample`s (a model
 input as the task kind forms it, and a target), a `TrainSpec`, and writes a complete artifact folder.
 Seeded and reproducible on CPU; batches are padded dynamically to their longest member.
+
+Where it computes is the device policy's (`zoo.device`: ZOO_DEVICE, or a device passed in): on a GPU the model
+and each batch move there, the forward and loss run under autocast (bfloat16 where the card has it, else float16
+with a loss scaler) and the batch size is the one the card takes (`device.batch_size_for`); on the CPU nothing
+changes (float32, the asked batch). The artifact is always written from CPU tensors, and records the device
+(`device.describe`) and the encoder (name and family).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 import numpy
 import torch
 
+from zoo import device as devices
 from zoo import encoder as enc
 from zoo import encoders
 from zoo.heads import HEADS, get_head
@@ -87,27 +94,117 @@ def collate(tokenizer: Any, batch: list[dict], target_keys: Sequence[str]) -> di
 # -- training loop ----------------------------------------------------------------------------------
 
 
+def the_device(device: torch.device | str | None = None) -> torch.device:
+    """The device training runs on: `device` as given, else the policy's (`zoo.device.resolve`: ZOO_DEVICE)."""
+    return device if isinstance(device, torch.device) else devices.resolve(device)
+
+
+def encoder_meta(encoder: str) -> dict[str, Any]:
+    """What an artifact records of its base encoder: the name (or folder) and the family."""
+    try:
+        source = encoders.resolve(encoder)
+    except encoders.EncoderError:
+        return {"name": encoder, "family": None}
+    return {"name": encoders.stored_name(source), "family": source.family}
+
+
 def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str,
-          progress: Progress | None = None, extra_meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Fine-tune and write the artifact to `out_dir` (atomically). Returns the training metrics."""
+          progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
+          device: torch.device | str | None = None) -> dict[str, Any]:
+    """Fine-tune and write the artifact to `out_dir` (atomically). Returns the training metrics.
+    `device`: where to train (default: ZOO_DEVICE's policy, `zoo.device.resolve`)."""
     if not examples:
         raise ValueError("no training examples")
+    where = the_device(device)
     configure_threads()
     seed_everything(spec.seed)
     tokenizer = load_tokenizer(spec)
     features = get_head(spec.head).features(tokenizer, examples, spec.labels, spec.max_length)
     model = build_model(spec)
     started = time.perf_counter()
-    loss = fit(model, tokenizer, features, spec, progress)
+    loss = fit(model, tokenizer, features, spec, progress, device=where)
     seconds = time.perf_counter() - started
     metrics = {"train_loss": loss, "train_examples": len(features), "epochs": spec.epochs, "seconds": round(seconds, 2),
-               "examples_per_s": round(len(features) * spec.epochs / max(seconds, 1e-9), 1)}
-    save_artifact(model, tokenizer, spec, metrics, Path(out_dir), extra_meta or {})
+               "examples_per_s": round(len(features) * spec.epochs / max(seconds, 1e-9), 1),
+               "device": devices.describe(where)}
+    if where.type != "cpu":
+        metrics["batch_size"] = devices.batch_size_for(where, spec.batch_size, parameter_count(model))
+    save_artifact(model, tokenizer, spec, metrics, Path(out_dir), {"device": devices.describe(where), **(extra_meta or {})})
     return metrics
 
 
+def parameter_count(model: torch.nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+class Precision:
+    """Mixed precision of a training loop on `device`: autocast to the device's precision on a GPU (the CPU's
+    `cpu_dtype` on the CPU, None: float32) and, for float16 on a GPU, a loss scaler. `step` does backward,
+    clipping and the optimiser step with or without the scaler."""
+
+    def __init__(self, device: torch.device, cpu_dtype: torch.dtype | None = None):
+        self.device = device
+        self.dtype = cpu_dtype if device.type == "cpu" else devices.amp_dtype(device)
+        self.scaler = devices.grad_scaler(device, self.dtype)
+
+    def autocast(self) -> Any:
+        if self.device.type == "cpu":
+            from zoo import precision
+
+            return precision.autocast(self.dtype)
+        return devices.autocast(self.device, self.dtype)
+
+    def step(self, loss: torch.Tensor, params: Any, optimizer: torch.optim.Optimizer) -> None:
+        params = list(params)
+        if self.scaler is None:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            optimizer.step()
+            return
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        self.scaler.step(optimizer)
+        self.scaler.update()
+
+
 def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: TrainSpec,
-        progress: Progress | None) -> float:
+        progress: Progress | None, device: torch.device | str | None = None) -> float:
+    """Train `model` on the features for `spec.epochs` passes on `device` (default: the policy's,
+    `zoo.device.resolve`); returns the mean loss of the last epoch. On a GPU the model is moved there and stays
+    (`save_artifact` writes CPU tensors); on the CPU the loop is the one it always was."""
+    where = the_device(device)
+    if where.type == "cpu":
+        return _fit_cpu(model, tokenizer, features, spec, progress)
+    model.to(where)
+    mixed = Precision(where)
+    batch_size = devices.batch_size_for(where, spec.batch_size, parameter_count(model))
+    generator = torch.Generator().manual_seed(spec.seed)
+    target_keys = get_head(spec.head).target_keys
+    per_epoch = (len(features) + batch_size - 1) // batch_size
+    total = per_epoch * spec.epochs
+    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
+    scheduler = linear_schedule(optimizer, int(total * spec.warmup), total)
+    model.train()
+    step, recent = 0, []
+    for _ in range(spec.epochs):
+        order = torch.randperm(len(features), generator=generator).tolist()
+        for b in range(per_epoch):
+            batch = collate(tokenizer, [features[i] for i in order[b * batch_size:(b + 1) * batch_size]], target_keys)
+            with mixed.autocast():
+                loss = model(**devices.to_device(batch, where)).loss
+            mixed.step(loss, model.parameters(), optimizer)
+            scheduler.step(), optimizer.zero_grad(set_to_none=True)
+            step, recent = step + 1, (recent + [loss.detach()])[-per_epoch:]
+            if progress:
+                progress(step, total, {"loss": float(sum(recent) / len(recent))})
+    model.eval()
+    return round(float(sum(recent) / len(recent)), 4)
+
+
+def _fit_cpu(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: TrainSpec,
+             progress: Progress | None) -> float:
+    """The CPU loop, as it always was (float32, the asked batch size)."""
     generator = torch.Generator().manual_seed(spec.seed)
     target_keys = get_head(spec.head).target_keys
     per_epoch = (len(features) + spec.batch_size - 1) // spec.batch_size
@@ -150,12 +247,16 @@ def save_artifact(model: torch.nn.Module, tokenizer: Any, spec: TrainSpec, metri
     tmp = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    if any(p.device.type != "cpu" for p in model.parameters()):
+        model.to("cpu")  # artifacts hold CPU tensors, whatever trained them
     model.save_pretrained(str(tmp), safe_serialization=True)
     tokenizer.save_pretrained(str(tmp))
+    encoder = encoder_meta(spec.encoder)
     _write(tmp / ZOO_FILE, {"format": 1, "head": spec.head, "labels": spec.labels, "max_length": spec.max_length,
-                            "encoder": spec.encoder})
+                            "encoder": spec.encoder, "encoder_family": encoder["family"]})
     _write(tmp / "label_map.json", {label: i for i, label in enumerate(spec.labels)})
-    _write(tmp / "training.json", {"spec": asdict(spec), "torch": torch.__version__, **extra_meta})
+    _write(tmp / "training.json", {"spec": asdict(spec), "torch": torch.__version__, "encoder": encoder,
+                                   **extra_meta})
     _write(tmp / "metrics.json", metrics)
     shutil.rmtree(out_dir, ignore_errors=True)
     tmp.rename(out_dir)

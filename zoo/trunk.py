@@ -7,23 +7,24 @@ a fully fine-tuned member shares nothing and is run on its own), and then runs, 
 the first `k` encoder layers ONCE and only `layers[k:]` + pooler + head per member.
 
 It reuses the model's own modules and forward code, as the recipe does while training: the trunk is a view of
-the first member's base model (`BertModel` with `encoder.layer = layers[:k]` and no pooler; its own forward
+the first member's base model (e.g. `BertModel` with `encoder.layer = layers[:k]` and no pooler; its own forward
 builds the attention mask with transformers' mask helper), and each member's tail is a view of the whole model
 (`...ForSequenceClassification` / `...ForQuestionAnswering`) whose embeddings pass `inputs_embeds` through and
 whose encoder holds `layers[k:]`: its forward builds the same mask from the same 2-D attention mask, runs the
 remaining layers, the pooler and the head, and returns the usual output (logits, or start/end logits for QA), so
 decoding and explanations are unchanged. Views share the parameters (no memory); the numbers are the same as a
-full forward of each member (same operations on the same batch).
+full forward of each member (same operations on the same batch). Where each family keeps its embeddings,
+layers and relative-position tables, and which families can be cut at all, is `zoo.families`' table: every
+family the library runs but ALBERT (one layer group's weights at every depth), whose members run alone.
 
 Sharing needs: the same tokenizer (same object, or the same serialised tokenizer), head, max length, trunk
-configuration, and bit-identical embeddings + layers[0:k] (k >= 1). `ZOO_SHARE_TRUNK=0` turns it off.
+configuration, and bit-identical embeddings (and relative-position tables) + layers[0:k] (1 <= k < layers). `ZOO_SHARE_TRUNK=0` turns it off.
 No Django imports (packed into TorchServe archives with `runtime.py`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import json
 import threading
@@ -35,14 +36,18 @@ from typing import Any
 
 import torch
 
-from zoo import precision
+from zoo import families, precision
 from zoo.flags import flag
 
 # Configuration keys that decide what the embeddings and the encoder layers compute (besides their weights).
 TRUNK_CONFIG_KEYS = ("hidden_size", "num_attention_heads", "intermediate_size", "hidden_act", "layer_norm_eps",
                      "max_position_embeddings", "type_vocab_size", "vocab_size", "position_embedding_type",
                      "is_decoder", "add_cross_attention", "chunk_size_feed_forward", "pad_token_id",
-                     "_attn_implementation")
+                     "_attn_implementation", "model_type", "dim", "n_layers", "n_heads", "hidden_dim",
+                     "activation", "sinusoidal_pos_embds", "embedding_size", "relative_attention",
+                     "max_relative_positions", "position_buckets", "pos_att_type", "norm_rel_ebd", "share_att_key",
+                     "position_biased_input", "conv_kernel_size", "conv_act", "conv_groups",
+                     "relative_attention_num_buckets", "num_hidden_groups", "inner_group_num")
 
 
 def sharing_enabled() -> bool:
@@ -65,57 +70,37 @@ class Group:
         return self.k > 0 and len(self.members) > 1
 
 
-# -- views of the model's own modules ---------------------------------------------------------------
+# -- views of the model's own modules (zoo.families: where each family keeps them) ------------------
 
 
-class Passthrough(torch.nn.Module):
-    """Stands in for the embeddings of a tail: the trunk's hidden states come in as `inputs_embeds`."""
-
-    def forward(self, input_ids=None, inputs_embeds=None, **_: Any) -> torch.Tensor:
-        return inputs_embeds
-
-
-def _view(module: torch.nn.Module, replace: dict[str, torch.nn.Module | None]) -> torch.nn.Module:
-    """A shallow copy of `module` (same parameters, same config) with some child modules replaced, and hooks of
-    its own (a hook put on the model itself, e.g. by a test, does not fire for its views)."""
-    clone = copy.copy(module)
-    clone.__dict__["_modules"] = {**module._modules, **replace}
-    for key, value in module.__dict__.items():
-        if "hook" in key and isinstance(value, dict):
-            clone.__dict__[key] = type(value)()
-    return clone
+Passthrough = families.Passthrough
+_view = families.view
 
 
 def _structure(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.ModuleList] | None:
-    """(base model, its encoder layers) when the model has the BERT-like layout sharing needs, else None."""
-    base = getattr(model, "base_model", None)
-    prefix = getattr(model, "base_model_prefix", "")
-    if base is None or base is model or model._modules.get(prefix) is not base:
+    """(base model, its encoder layers) when the model's family can be cut into a trunk and a tail
+    (`zoo.families`: every family but ALBERT), else None (the member runs its own full forward)."""
+    if not families.can_split(model):
         return None
-    encoder = base._modules.get("encoder")
-    layers = encoder._modules.get("layer") if encoder is not None else None
-    if base._modules.get("embeddings") is None or not isinstance(layers, torch.nn.ModuleList) or not len(layers):
-        return None
-    return base, layers
+    return families.base_of(model), families.layers(model)
 
 
 def trunk_view(model: torch.nn.Module, k: int) -> torch.nn.Module:
     """The base model cut after layer k-1, without its pooler: `view(input_ids=...).last_hidden_state`."""
-    base, layers = _structure(model)  # type: ignore[misc]
-    encoder = _view(base.encoder, {"layer": torch.nn.ModuleList(list(layers)[:k])})
-    return _view(base, {"encoder": encoder, **({"pooler": None} if "pooler" in base._modules else {})})
+    return families.trunk_view(model, k)
 
 
 def tail_view(model: torch.nn.Module, k: int, first_token: bool | None = None) -> torch.nn.Module:
     """The whole model from layer k on: `view(inputs_embeds=trunk hidden states, attention_mask=...)`. When the
-    head reads only the first token (`reads_first_token_only`; `first_token=False` or ZOO_FIRST_TOKEN=0: never),
-    its last layer computes that token alone (`FirstTokenLayer`: the same logits)."""
-    base, layers = _structure(model)  # type: ignore[misc]
-    tail = list(layers)[k:]
-    if (first_token_enabled() if first_token is None else first_token) and tail and reads_first_token_only(model):
-        tail[-1] = FirstTokenLayer(tail[-1])
-    encoder = _view(base.encoder, {"layer": torch.nn.ModuleList(tail)})
-    return _view(model, {model.base_model_prefix: _view(base, {"embeddings": Passthrough(), "encoder": encoder})})
+    head reads only the first token (`reads_first_token_only`: plain BERT's sequence classifier;
+    `first_token=False` or ZOO_FIRST_TOKEN=0: never), its last layer computes that token alone
+    (`FirstTokenLayer`: the same logits)."""
+    last = None
+    if (first_token_enabled() if first_token is None else first_token) and reads_first_token_only(model):
+        layers = families.layers(model)
+        if len(layers) > k:
+            last = FirstTokenLayer(layers[-1])
+    return families.tail_view(model, k, last)
 
 
 # -- the last layer of a classifier: the first token alone ---------------------------------------------
@@ -251,21 +236,39 @@ def _config_key(model: torch.nn.Module) -> tuple:
     return (type(model.base_model),) + tuple(repr(getattr(config, key, None)) for key in TRUNK_CONFIG_KEYS)
 
 
+def _fixed(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The modules outside the layers that a trunk decides and every tail uses (embeddings, ELECTRA's projection,
+    relative-position tables: `families.trunk_modules(model, 0)`)."""
+    return families.trunk_modules(model, 0)
+
+
+def _layer_parts(model: torch.nn.Module, i: int) -> list[torch.nn.Module]:
+    """Layer i and what the encoder runs right after it (DeBERTa-v2's convolution after layer 0)."""
+    return [families.layers(model)[i], *(families.after_first(model) if i == 0 else ())]
+
+
 def shared_layers(a: Any, b: Any) -> int:
-    """How many leading encoder layers predictors `a` and `b` share bit for bit (with identical embeddings,
-    tokenizer, head and max length); 0 when they cannot share a trunk."""
-    if a is b:
-        return len(_structure(a.model)[1]) if _structure(a.model) else 0
+    """How many leading encoder layers predictors `a` and `b` share bit for bit (with identical embeddings and
+    relative-position tables, tokenizer, head and max length); 0 when they cannot share a trunk. At most all
+    layers but the last: a tail runs at least one layer."""
     sa, sb = _structure(a.model), _structure(b.model)
-    if sa is None or sb is None or len(sa[1]) != len(sb[1]):
+    if sa is None or sb is None:
+        return 0
+    if a is b:
+        return len(sa[1]) - 1
+    if len(sa[1]) != len(sb[1]):
         return 0
     if _encoding_key(a) != _encoding_key(b) or _config_key(a.model) != _config_key(b.model):
         return 0
-    if a.model.training or b.model.training or not same_tensors(sa[0].embeddings, sb[0].embeddings):
+    if a.model.training or b.model.training:
+        return 0
+    fa, fb = _fixed(a.model), _fixed(b.model)
+    if len(fa) != len(fb) or not all(same_tensors(x, y) for x, y in zip(fa, fb, strict=True)):
         return 0
     k = 0
-    for la, lb in zip(sa[1], sb[1], strict=True):
-        if not same_tensors(la, lb):
+    for i in range(len(sa[1]) - 1):
+        pa, pb = _layer_parts(a.model, i), _layer_parts(b.model, i)
+        if len(pa) != len(pb) or not all(same_tensors(x, y) for x, y in zip(pa, pb, strict=True)):
             break
         k += 1
     return k
@@ -345,8 +348,8 @@ def plan(predictors: Sequence[Any], share: bool | None = None) -> list[Group]:
     for group in groups:
         if len(group.members) == 1:
             group.k = 0
-    touched = [_structure(p.model) for p in compared.values()]
-    release_pages([m for found in touched if found for m in (found[0].embeddings, *found[1])])
+    touched = [p.model for p in compared.values() if _structure(p.model)]
+    release_pages([m for model in touched for m in families.trunk_modules(model, len(families.layers(model)))])
     return groups
 
 
