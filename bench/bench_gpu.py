@@ -143,24 +143,25 @@ def platform_fit(size: str, device, feats: list[dict], batch: int, warm: int, to
         kwargs["device"] = device
     else:
         net = net.to(device)  # a fit without a device argument reads the device policy (ZOO_DEVICE) or the model's
-    marks: dict[int, float] = {}
+    marks: dict[str, float] = {}
 
     def progress(step: int, total: int, _stats: dict) -> None:
-        if step in (warm, total):
+        if step in (warm, total):  # fit may shrink the batch to fit the card (zoo.device.batch_size_for)
             sync(device)
-            marks[step] = time.perf_counter()
+            marks["warm" if step == warm else "end"] = time.perf_counter()
+            marks["total"] = total
 
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     training.fit(net, tok, feats, spec, progress, **kwargs)
-    steps = len(feats) // batch
-    timed = (steps - warm) * batch
-    rate = timed / (marks[steps] - marks[warm])
+    total = int(marks["total"])
+    used_batch = -(-len(feats) // total)
+    rate = (total - warm) * used_batch / (marks["end"] - marks["warm"])
     where = str(next(net.parameters()).device)
     peak = torch.cuda.max_memory_allocated(device) / 2**30 if device.type == "cuda" else None
     del net
     return {"examples_per_s": round(rate, 1), "model_on": where, "peak_gb": round(peak, 2) if peak else None,
-            "fit_takes_device": "device" in params}
+            "fit_takes_device": "device" in params, "batch_used": used_batch}
 
 
 def bare_loop(size: str, device, feats: list[dict], batch: int, warm: int, vocab: int) -> dict:

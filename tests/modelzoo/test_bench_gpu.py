@@ -39,6 +39,7 @@ def test_it_refuses_to_run_without_cuda_unless_asked_for_the_cpu_smoke_mode(benc
     assert not (tmp_path / "gpu.json").exists()
 
 
+@pytest.mark.integration  # ~9 s on two idle cores, more under load (imports, a tokenizer made in code, 3 artifacts)
 def test_the_cpu_smoke_run_measures_training_and_serving_and_writes_its_report(bench, tmp_path):
     assert bench.main(["--device", "cpu", "--smoke", "--skip-torchserve", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "gpu.json").read_text())
