@@ -2,8 +2,14 @@
 
 The weak scorer fine-tuned for one epoch (`hardness.scorers.finetuned_scorer`) is one; the Hard-Bench
 reproduction's target model (`research.hardbench.target`) is another. With `trainable_blocks`, only the top
-blocks and the head train and the lower blocks stay at their pretrained weights (no dropout there either), so
-their outputs can be computed once and reused (`EncoderClassifier.lower`).
+blocks and the head train and the lower part (embeddings, the modules before the first layer, the shared
+relative-position modules, the lower blocks: `zoo.families.trunk_modules`) stays at its pretrained weights (no
+dropout there either), so its outputs can be computed once and reused (`EncoderClassifier.lower`).
+
+Any family of `zoo.encoders` works: the lower part and the top blocks run through the family's own forward code
+(`zoo.families.trunk_view` / `run_layers`). A family that cannot be split (ALBERT: one layer group reused at
+every depth, so its "top blocks" are its bottom ones too) is not split: the whole encoder trains with the head
+(`split_note` says why), which is correct, only slower.
 """
 
 from __future__ import annotations
@@ -15,47 +21,54 @@ import numpy as np
 import torch
 from torch import nn
 
-from hardness.encoding import additive_mask, mean_pool
+from hardness.encoding import device_of, hidden_size, mean_pool
+from zoo import families
 
 
 class EncoderClassifier(nn.Module):
     def __init__(self, encoder, n_labels: int, trainable_blocks: int | None = None):
         super().__init__()
         self.encoder = encoder
-        self.head = nn.Linear(encoder.config.hidden_size, n_labels)
-        n_layers = len(encoder.encoder.layer)
-        self.split = 0 if trainable_blocks is None else max(0, n_layers - trainable_blocks)
-        for module in (encoder.embeddings, *encoder.encoder.layer[: self.split]) if self.split else ():
+        self.head = nn.Linear(hidden_size(encoder), n_labels).to(device_of(encoder))
+        problem = families.split_problem(encoder) if trainable_blocks is not None else None
+        self.split_note = f"not split, the whole encoder trains: {problem}" if problem else ""
+        if trainable_blocks is None or problem:
+            self.split = 0
+        else:
+            self.split = max(0, len(families.layers(encoder)) - trainable_blocks)
+        for module in self._frozen():
             module.requires_grad_(False)
+
+    def _frozen(self) -> list[nn.Module]:
+        return families.trunk_modules(self.encoder, self.split) if self.split else []
 
     def train(self, mode: bool = True) -> EncoderClassifier:
         super().train(mode)
-        if self.split:  # frozen blocks never use dropout, so their outputs can be cached
-            self.encoder.embeddings.eval()
-            for layer in self.encoder.encoder.layer[: self.split]:
-                layer.eval()
+        for module in self._frozen():  # frozen parts never use dropout, so their outputs can be cached
+            module.eval()
         return self
 
-    def lower(self, input_ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def lower(self, input_ids: torch.Tensor, mask: torch.Tensor,
+              token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Output of the frozen part (embeddings + lower blocks), without autograd."""
+        inputs = {"input_ids": input_ids, "attention_mask": mask}
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = token_type_ids
         with torch.no_grad():
-            hidden = self.encoder.embeddings(input_ids=input_ids)
-            ext = additive_mask(mask, hidden.dtype)
-            for layer in self.encoder.encoder.layer[: self.split]:
-                hidden = layer(hidden, ext)
-        return hidden
+            return families.trunk_view(self.encoder, self.split)(**inputs).last_hidden_state
 
     def upper(self, hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        ext = additive_mask(mask, hidden.dtype)
-        for layer in self.encoder.encoder.layer[self.split :]:
-            hidden = layer(hidden, ext)
-        return self.head(mean_pool(hidden, mask))
+        return self.head(mean_pool(families.run_layers(self.encoder, hidden, mask, self.split), mask))
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         if not self.split:
-            hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+            if token_type_ids is not None:
+                inputs["token_type_ids"] = token_type_ids
+            hidden = self.encoder(**inputs).last_hidden_state
             return self.head(mean_pool(hidden, attention_mask))
-        return self.upper(self.lower(input_ids, attention_mask), attention_mask)
+        return self.upper(self.lower(input_ids, attention_mask, token_type_ids), attention_mask)
 
 
 @dataclass(frozen=True)
@@ -73,12 +86,16 @@ class TrainConfig:
         return max(self.epochs, -(-self.min_steps // steps_per_epoch))
 
 
-def shuffled_batches(tokenizer, texts: Sequence[str], labels: np.ndarray, batch_size: int, gen: torch.Generator):
+def shuffled_batches(tokenizer, texts: Sequence[str], labels: np.ndarray, batch_size: int, gen: torch.Generator,
+                     device: torch.device | None = None):
     order = torch.randperm(len(texts), generator=gen).numpy()
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         enc = tokenizer([texts[i] for i in idx], padding=True, truncation=True, max_length=64, return_tensors="pt")
-        yield enc["input_ids"], enc["attention_mask"], torch.from_numpy(labels[idx])
+        ids, mask, y = enc["input_ids"], enc["attention_mask"], torch.from_numpy(labels[idx])
+        if device is not None and device.type != "cpu":
+            ids, mask, y = ids.to(device), mask.to(device), y.to(device)
+        yield ids, mask, y
 
 
 def make_optimizer(model: EncoderClassifier, config: TrainConfig) -> torch.optim.Optimizer:
@@ -89,7 +106,7 @@ def make_optimizer(model: EncoderClassifier, config: TrainConfig) -> torch.optim
 
 def train_epoch(model: EncoderClassifier, opt, tokenizer, texts, labels, batch_size: int, gen) -> None:
     model.train()
-    for ids, mask, y in shuffled_batches(tokenizer, texts, labels, batch_size, gen):
+    for ids, mask, y in shuffled_batches(tokenizer, texts, labels, batch_size, gen, device_of(model)):
         opt.zero_grad()
         nn.functional.cross_entropy(model(ids, mask), y).backward()
         opt.step()

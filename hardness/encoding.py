@@ -4,7 +4,10 @@ SST-2 phrases are short (9 words on average), so sorting by length and padding e
 longest row is what makes the frozen pass fast (≈330 sentences/s for MiniLM on 2 cores).
 
 A row is one text, or a pair `(text, text_pair)` (NLI: premise and hypothesis), which the tokenizer encodes
-as two segments ([CLS] a [SEP] b [SEP], with token type ids), never as one joined string.
+as two segments ([CLS] a [SEP] b [SEP], with token type ids where the family has them), never as one joined
+string. Any encoder family runs here (`zoo.encoders`): the model is called with what its tokenizer gives it
+(no token type ids for RoBERTa, DistilBERT, MPNet, ...). Batches go to the encoder's device (`zoo.device`); on a
+GPU the frozen passes autocast to the device's precision (`zoo.device.amp_dtype`), on the CPU nothing changes.
 """
 
 from __future__ import annotations
@@ -60,6 +63,30 @@ def length_sorted_batches(
         yield Batch(index, enc["input_ids"], enc["attention_mask"], enc.get("token_type_ids") if pair else None)
 
 
+def device_of(module: torch.nn.Module) -> torch.device:
+    """Where a model's weights are (the CPU for a model without any)."""
+    param = next(module.parameters(), None)
+    return param.device if param is not None else torch.device("cpu")
+
+
+def model_inputs(batch: Batch, device: torch.device | None = None) -> dict[str, torch.Tensor]:
+    """The keyword arguments an encoder of any family takes for a batch (token type ids only when the tokenizer
+    gave them for pairs), on `device`."""
+    inputs = {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}
+    if batch.token_type_ids is not None:
+        inputs["token_type_ids"] = batch.token_type_ids
+    if device is not None and device.type != "cpu":
+        inputs = {k: v.to(device, non_blocking=True) for k, v in inputs.items()}
+    return inputs
+
+
+def frozen_autocast(device: torch.device):
+    """Mixed precision for a frozen (no-gradient) pass on a GPU; a no-op on the CPU."""
+    from zoo.device import amp_dtype, autocast
+
+    return autocast(device, amp_dtype(device))
+
+
 def n_batches(n: int, batch_size: int) -> int:
     return (n + batch_size - 1) // batch_size
 
@@ -82,10 +109,18 @@ def embed_texts(
 ) -> np.ndarray:
     """Mean-pooled features of a frozen encoder, float32, in the order of `texts` (texts or pairs)."""
     encoder.eval()
-    out = np.zeros((len(texts), encoder.config.hidden_size), dtype=np.float32)
+    device = device_of(encoder)
+    out = np.zeros((len(texts), hidden_size(encoder)), dtype=np.float32)
     batches = length_sorted_batches(tokenizer, texts, batch_size)
     for batch in tqdm(batches, total=n_batches(len(texts), batch_size), desc=progress, disable=progress is None):
-        hidden = encoder(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
-                         token_type_ids=batch.token_type_ids).last_hidden_state
-        out[batch.index] = mean_pool(hidden, batch.attention_mask).numpy()
+        inputs = model_inputs(batch, device)
+        with frozen_autocast(device):
+            hidden = encoder(**inputs).last_hidden_state
+        out[batch.index] = mean_pool(hidden.float(), inputs["attention_mask"]).cpu().numpy()
     return out
+
+
+def hidden_size(encoder) -> int:
+    """The width of an encoder's output (DistilBERT's config calls it `dim`; it is aliased as hidden_size)."""
+    config = encoder.config
+    return int(getattr(config, "hidden_size", None) or config.dim)

@@ -18,8 +18,12 @@ class HeadTraining:
 
 
 def probs_of(head: nn.Linear, features: np.ndarray) -> np.ndarray:
+    """Softmax of the head on `features`, computed where the head is (a fine-tuned scorer's head may be on a GPU)."""
     with torch.no_grad():
-        return torch.softmax(head(torch.from_numpy(features)), dim=-1).numpy()
+        x = torch.from_numpy(features)
+        if head.weight.device.type != "cpu":
+            x = x.to(head.weight.device)
+        return torch.softmax(head(x), dim=-1).cpu().numpy()
 
 
 def train_linear_head(

@@ -97,20 +97,39 @@ def context_inputs(contexts: Sequence[Context]) -> list[dict[str, str]]:
 
 
 def weak_encoder(name: str | None = None, seed: int = 0):
-    """The weak scorer's encoder and tokenizer: the pretrained encoder, or with `name="tiny"` a tiny random one
-    sharing its vocabulary (the pipeline's `encoder: "tiny"` option, for tests)."""
+    """The weak scorer's encoder and tokenizer: the encoder `name` names (`zoo.encoders.resolve`: a registered name,
+    e.g. the packaged MiniLM, the default; "tiny" or "tiny-<family>", small random ones for tests; or a local
+    Hugging Face folder of a family the platform runs), in eval mode on the device `ZOO_DEVICE` asks for
+    (`zoo.device.resolve`). A name or folder that cannot be used raises `zoo.encoders.EncoderError` saying why."""
     import torch
+    from transformers import AutoModel
 
-    from zoo.encoder import load_encoder, load_tokenizer, tiny_config
+    from zoo import device as zoo_device
+    from zoo import encoders
 
-    if name == "tiny":
-        from transformers import BertModel
+    source = encoders.resolve(name)
+    where = zoo_device.resolve()
+    torch.manual_seed(seed)  # a tiny encoder is random: the same seed gives the same one
+    model = source.model(AutoModel, source.config())
+    return model.to(where).eval(), source.tokenizer()
 
-        torch.manual_seed(seed)
-        return BertModel(tiny_config()).eval(), load_tokenizer()
-    if name is not None:
-        raise ValueError(f"unknown weak encoder {name!r}; None (pretrained) or 'tiny'")
-    return load_encoder().eval(), load_tokenizer()
+
+def check_encoder(name: str | None) -> None:
+    """Refuse a bad encoder name or folder before any work (EncoderError, a ValueError, with the reason)."""
+    from zoo import encoders
+
+    encoders.resolve(name)
+
+
+def site_encoder(value: str | None, task: Task | None = None) -> str | None:
+    """What `zoo.encoders.resolve` is given for an encoder as the site names it: a registered name, a folder,
+    ``upload:<id or name>`` (a model uploaded to the task), or None (the task's `retraining.encoder`, else the
+    site's), through the site's precedence (`modelzoo.encoders.encoder_for`). Raises EncoderError with the reason."""
+    try:
+        from modelzoo.encoders import encoder_for
+    except ImportError:  # a site without that layer: the value is the library's name or folder as it is
+        return value
+    return encoder_for(task, value)
 
 
 # --- scoring ----------------------------------------------------------------------------------------------
@@ -259,12 +278,15 @@ def seed_round(
     k, score, pool_max, min_steps and seed default to the task's settings (`typed_config.seeding`).
     `scorer`: None (Hard-Bench: the weak scorer, trained here on the sampled pool), or any
     `hardness.scorers.Scorer` / callable `inputs -> probabilities` (classification only; e.g. in research).
-    `encoder`/`tokenizer`: the weak scorer's frozen encoder (default `weak_encoder(encoder_name)`).
+    `encoder`/`tokenizer`: the weak scorer's frozen encoder (default `weak_encoder(encoder_name)`: any encoder
+    `zoo.encoders.resolve` accepts, on the `ZOO_DEVICE` device; a bad name raises EncoderError before any work).
     """
     if round.task_id != task.pk:
         raise ValueError(f"round {round} does not belong to task {task.slug}")
     if score_registry.SCORES[context_score].needs_labels:
         raise ValueError(f"context_score {context_score!r} needs gold labels; contexts have none")
+    if encoder is None and (scorer is None or task.kind_impl.answer_is_span):
+        check_encoder(encoder_name)
     conf = task.typed_config.seeding
     k = conf.k_per_label if k is None else k
     score = conf.score if score is None else score

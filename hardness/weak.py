@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from hardness.encoding import embed_texts
+from hardness.encoding import device_of, embed_texts, frozen_autocast, hidden_size
 from hardness.heads import HeadTraining, probs_of, train_linear_head
 from hardness.scorers import HeadScorer, segments
 from tasks import choices
@@ -172,15 +172,20 @@ def fit_weak_span_scorer(
     if len(inputs) == 0:
         raise ValueError("the pool is empty: nothing to train the weak scorer on")
     encoder.eval()
+    device = device_of(encoder)
     plan = schedule(len(inputs), min_steps)
     batches = span_batches(tokenizer, inputs, targets, plan.batch_size)
+    if device.type != "cpu":
+        batches = [_SpanBatch(b.index, {k: v.to(device) for k, v in b.encoding.items()}, b.start.to(device),
+                              b.end.to(device)) for b in batches]
     cache: dict[int, torch.Tensor] = {}
 
     @torch.no_grad()  # not inference_mode: the head's backward saves these as its input
     def hidden_of(i: int) -> torch.Tensor:
         if i in cache:
             return cache[i]
-        out = encoder(**batches[i].encoding).last_hidden_state.clone()
+        with frozen_autocast(device):
+            out = encoder(**batches[i].encoding).last_hidden_state.float().clone()
         if len(inputs) <= cache_max_items:
             cache[i] = out
         return out
@@ -196,19 +201,19 @@ def fit_weak_span_scorer(
                 ys = nn.functional.one_hot(b.start, ps.shape[-1]).to(ps.dtype)
                 ye = nn.functional.one_hot(b.end, pe.shape[-1]).to(pe.dtype)
                 loss[b.index] = (nn.functional.cross_entropy(s_logits, b.start, reduction="none")
-                                 + nn.functional.cross_entropy(e_logits, b.end, reduction="none")).numpy()
-                err[b.index] = torch.sqrt((ps - ys).pow(2).sum(-1) + (pe - ye).pow(2).sum(-1)).numpy()
+                                 + nn.functional.cross_entropy(e_logits, b.end, reduction="none")).cpu().numpy()
+                err[b.index] = torch.sqrt((ps - ys).pow(2).sum(-1) + (pe - ye).pow(2).sum(-1)).cpu().numpy()
                 # z_t = W h_t + b for start and end: ∂L/∂W_row = Σ_t (p_t − y_t) h_tᵀ, ∂L/∂b_row = Σ_t (p_t − y_t) = 0
                 gs, ge = torch.einsum("bt,btd->bd", ps - ys, h), torch.einsum("bt,btd->bd", pe - ye, h)
-                gnorm[b.index] = torch.sqrt(gs.pow(2).sum(-1) + ge.pow(2).sum(-1)).numpy()
-                wrong[b.index] = ((ps.argmax(-1) != b.start) | (pe.argmax(-1) != b.end)).numpy()
+                gnorm[b.index] = torch.sqrt(gs.pow(2).sum(-1) + ge.pow(2).sum(-1)).cpu().numpy()
+                wrong[b.index] = ((ps.argmax(-1) != b.start) | (pe.argmax(-1) != b.end)).cpu().numpy()
         return loss, err, gnorm, wrong
 
     heads, steps, loss_before = [], 0, float("nan")
     for r in range(max(1, runs)):
         torch.manual_seed(seed + r)
         gen = torch.Generator().manual_seed(seed + r)
-        head = nn.Linear(encoder.config.hidden_size, 2)
+        head = nn.Linear(hidden_size(encoder), 2).to(device)
         if r == 0:
             loss_before = float(figures(head)[0].mean())
         opt = torch.optim.Adam(head.parameters(), lr=lr)

@@ -93,11 +93,8 @@ def test_head_scorer_supports_gradnorm_seeding(pool, tiny_encoder, tokenizer, ss
     assert result.items_seeded == 8 and 0.0 <= result.seeds_misclassified <= 1.0
 
 
-def test_without_a_scorer_seeding_fits_the_weak_scorer_on_the_items(pool, tiny_encoder, monkeypatch):
-    import zoo.encoder
-
-    monkeypatch.setattr(zoo.encoder, "load_encoder", lambda: tiny_encoder)
+def test_without_a_scorer_seeding_fits_the_weak_scorer_on_the_items(pool):
     rnd = RoundFactory(task=pool, number=1)
-    result = seed_round(pool, rnd, 2)
+    result = seed_round(pool, rnd, 2, encoder_name="tiny")
     assert result.items_seeded == 4 and result.items_scored == 48
     assert LabeledItem.objects.filter(seed_round=rnd).count() == 4
