@@ -29,6 +29,7 @@ from dynabench_site.env import (
 from zoo import explain_methods, stay_offline
 from zoo.llm import endpoints as llm_endpoints
 from zoo.serving import BACKENDS, DEFAULT_BACKEND
+from zoo.trainers import DEFAULT_TRAINER, TRAINER_NAMES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = env_path("VAR_DIR", BASE_DIR / "var", base=BASE_DIR)
@@ -88,7 +89,17 @@ CELERY_TASK_ACKS_LATE = True
 # the model server or the CPU that verdicts need (docs/DEPLOY.md). A worker that should also compute maps names
 # both queues (`make worker` does).
 EXPLANATION_QUEUE = env_str("EXPLANATION_QUEUE", f"{CELERY_TASK_DEFAULT_QUEUE}-maps")
-CELERY_TASK_ROUTES = {"annotation.explain_example": {"queue": EXPLANATION_QUEUE}}
+# A round's retraining (TRAINING_BACKEND "celery") is a job on a queue of its own, "training", served by the GPU
+# workers only (`celery -A dynabench_site worker -Q training -c 1`, ZOO_DEVICE=cuda; docs/DEPLOY.md, "GPUs"): the
+# web tier and the scoring workers never consume it. "inprocess" (the default) trains in the pipeline's own process.
+TRAINING_QUEUE = env_str("TRAINING_QUEUE", "training")
+TRAINING_BACKEND = env_choice("TRAINING_BACKEND", DEFAULT_TRAINER, list(TRAINER_NAMES))
+# How long a retraining step waits for a training worker to take its job; 0: as long as it takes (the step stays
+# running and says it is waiting; the job stays queued). Past it the step fails, the job stays queued, and a retry
+# of the run waits for the same job again. A job a worker took is waited for until it ends.
+TRAINING_WAIT_S = env_int("TRAINING_WAIT_S", 0, minimum=0)
+CELERY_TASK_ROUTES = {"annotation.explain_example": {"queue": EXPLANATION_QUEUE},
+                      "modelzoo.train": {"queue": TRAINING_QUEUE}}
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # A message taken by a worker that vanished (the whole worker killed) is handed out again after this many

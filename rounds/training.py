@@ -7,11 +7,18 @@ per source (base data and each round) before the copies are made, so it holds ol
 sits on both sides. The recipe is the model zoo's (`modelzoo.ensemble_training`, the same as the demo
 models'): by default ``cached-top`` (frozen lower layers encoded once for every member, top block(s)
 fine-tuned per seed, steps scaled to the data, early stopping on that dev set); option ``recipe: "full"`` is
-the earlier recipe (every layer, `epochs` fixed passes, no dev set), kept for comparison."""
+the earlier recipe (every layer, `epochs` fixed passes, no dev set), kept for comparison.
+
+Where it trains is settings.TRAINING_BACKEND (`modelzoo.trainers`): in this process (the default), or on a GPU
+worker of the "training" queue. Then the step says what it waits for (queued, no worker serves the queue,
+training on a host) in its message and log, its rows stay *training*, and a step that runs again (a retry, or a
+takeover after this worker died) waits for the same job (kept in the step's result) instead of sending another."""
 
 from __future__ import annotations
 
-from modelzoo import ensemble_training
+import time
+
+from modelzoo import ensemble_training, trainers
 from modelzoo.models import ModelVersion
 from rounds import datasets
 from rounds.context import StepContext
@@ -29,11 +36,13 @@ def train_ensemble(ctx: StepContext, round_number: int) -> list[ModelVersion]:
         ctx.log(line)
     ctx.log(f"training {len(opts.seeds)} models ({labelled.name}); seeds {opts.seeds}; recipe {recipe}")
     ctx.save_result(data=plan.summary())
-    versions = ensemble_training.train_ensemble(
+    versions = trainers.train_ensemble(
         task, labelled, opts.seeds, names=[f"{task.slug}-r{round_number}-s{seed}" for seed in opts.seeds],
         recipe=recipe, spec=ensemble_training.default_recipe(task, encoder=opts.encoder),
         full_overrides={"epochs": opts.epochs, "batch_size": opts.batch_size, "encoder": opts.encoder},
-        dev=plan.dev, echo=_echo(ctx), reuse=True,
+        dev=plan.dev, echo=_echo(ctx), reuse=True, start_from=getattr(opts, "start_from", None),
+        notice=_notice(ctx), resume=ctx.step.result.get("training_job"),
+        on_job=lambda job: ctx.save_result(training_job=job),
     )
     ctx.save_result(versions=[v.pk for v in versions])
     for version in versions:
@@ -53,6 +62,21 @@ def _echo(ctx: StepContext):
             ctx.progress(fraction, f"{what}: {done}/{total}, loss {stats.get('loss', 0):.3f}")
 
     return report
+
+
+def _notice(ctx: StepContext, relog_s: float = 300.0):
+    """A trainer's words (queued, waiting for a worker, training on a host) in the step's message, and in its log
+    when they change (or every few minutes while they do not): a step that waits says so, and its run stays alive."""
+    last = ["", 0.0]
+
+    def say(message: str) -> None:
+        ctx.progress(ctx.step.progress, message)
+        head, now = message.split(" (")[0], time.monotonic()
+        if head != last[0] or now - last[1] >= relog_s:
+            last[0], last[1] = head, now
+            ctx.log(message)
+
+    return say
 
 
 def _summary(version: ModelVersion) -> str:
