@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from django.conf import settings
 
-from modelzoo import data, services
+from modelzoo import data, encoders, services
 from modelzoo.models import ModelVersion
 from tasks.models import payload_hash
+from zoo import encoders as zoo_encoders
 from zoo import recipes
 from zoo.heads import get_head
 from zoo.recipes import CACHED_TOP, FULL, RECIPES, RecipeSpec
+from zoo.runtime import ZOO_FILE
 from zoo.training import Progress, TrainExample
 
 Status = ModelVersion.Status
+PRETRAINED, LIVE = encoders.START_FROM
 
 
 @dataclass
@@ -50,6 +53,8 @@ def default_recipe(task, **overrides: Any) -> RecipeSpec:
     base.update(kind.recipe_defaults)
     base.update(settings.MODELZOO_RECIPE)
     base.update({k: v for k, v in overrides.items() if v is not None})
+    # the run's encoder, else the task's retraining.encoder, else the site's: as zoo.encoders.resolve reads it
+    base["encoder"] = encoders.encoder_for(task, overrides.get("encoder"))
     return RecipeSpec(**base)
 
 
@@ -64,38 +69,89 @@ def member_fingerprint(task, spec: RecipeSpec, seed: int, keys: Sequence[str]) -
 def train_ensemble(task, labelled: data.LabelledSet, seeds: Sequence[int], *, names: Sequence[str] | None = None,
                    recipe: str = CACHED_TOP, spec: RecipeSpec | None = None, full_overrides: dict | None = None,
                    dev: data.LabelledSet | None = None, reuse: bool = True, parent: ModelVersion | None = None,
-                   evaluate_on: Sequence[data.LabelledSet] = (), echo: Progress | None = None) -> list[ModelVersion]:
+                   evaluate_on: Sequence[data.LabelledSet] = (), echo: Progress | None = None,
+                   start_from: str | None = None, live: Sequence[ModelVersion] | None = None) -> list[ModelVersion]:
     """One ready model version per seed, trained on `labelled` with `recipe`. `echo(done, total, stats)` gets
-    the progress of the whole ensemble (e.g. a CLI bar, or the pipeline's step progress)."""
+    the progress of the whole ensemble (e.g. a CLI bar, or the pipeline's step progress).
+
+    `start_from` (else the task's retraining.start_from): "pretrained" builds every member from the encoder as it
+    was pretrained (a fresh head); "live" starts member i from the live ensemble's member i (`live`, else the
+    ensemble of the task's latest round that has one; seeds beyond its size start from its last member): that
+    member's artifact folder is the encoder, so its weights, head included, carry over (the task's labels are the
+    same). With no live ensemble (the first round) "live" trains from the pretrained encoder."""
     RECIPES.lookup(recipe)  # an unknown recipe: a ValueError naming the known ones
     if not labelled.inputs:
         raise ValueError(f"no training examples in {labelled.name}")
     names = list(names or [f"{task.slug}-s{seed}" for seed in seeds])
+    start = encoders.start_from_for(task, start_from)
+    starts = _live_starts(task, live, len(seeds)) if start == LIVE else None
+    full_overrides = dict(full_overrides or {})
+    chosen = encoders.label_of(task, full_overrides.get("encoder") if recipe == FULL else
+                               (spec.encoder if spec is not None else None))
     if recipe == FULL:
-        versions = _train_full(task, labelled, seeds, names, full_overrides or {}, parent, echo)
+        full_overrides["encoder"] = encoders.encoder_for(task, full_overrides.get("encoder"))
+        versions = _train_full(task, labelled, seeds, names, full_overrides, parent, echo, starts)
     else:
-        versions = _train_cached(task, labelled, seeds, names, spec or default_recipe(task), dev, reuse, parent, echo)
+        versions = _train_cached(task, labelled, seeds, names, spec or default_recipe(task), dev, reuse, parent, echo,
+                                 starts)
+    _record_start(versions, chosen, start if starts else PRETRAINED, starts)
     for version in versions:
         for labelled_set in evaluate_on:
             services.evaluate(version, labelled_set)
     return versions
 
 
-def _train_full(task, labelled, seeds, names, overrides, parent, echo) -> list[ModelVersion]:
+def _live_starts(task, live: Sequence[ModelVersion] | None, n: int) -> list[ModelVersion] | None:
+    """The live member each new member starts from (position by position), or None without a live ensemble."""
+    if live is None:
+        live = []
+        for round_ in task.rounds.exclude(status="draft").order_by("-number"):
+            live = services.active_members(round_)
+            if live:
+                break
+    usable = [v for v in live if v.head == task.kind_impl.head and (v.artifact_path / ZOO_FILE).is_file()]
+    if not usable:
+        return None
+    return [usable[min(i, len(usable) - 1)] for i in range(n)]
+
+
+def _start_folder(version: ModelVersion) -> str:
+    """A live member's artifact as the encoder zoo.encoders resolves (its folder, checked as any checkpoint)."""
+    return zoo_encoders.check_folder(version.artifact_path).name
+
+
+def _record_start(versions: Sequence[ModelVersion], chosen: str, start: str,
+                  starts: Sequence[ModelVersion] | None) -> None:
+    """Each version's lineage says which encoder and start it was trained from (leaderboard, job page)."""
+    for i, version in enumerate(versions):
+        extra = {"encoder": chosen, "start_from": start}
+        if starts:
+            extra["started_from"] = {"model_version": starts[i].pk, "name": starts[i].name}
+        if all(version.lineage.get(k) == v for k, v in extra.items()):
+            continue
+        version.lineage = {**version.lineage, **extra}
+        ModelVersion.objects.filter(pk=version.pk).update(lineage=version.lineage)
+
+
+def _train_full(task, labelled, seeds, names, overrides, parent, echo, starts=None) -> list[ModelVersion]:
     versions = []
     for index, (seed, name) in enumerate(zip(seeds, names, strict=True)):
-        spec = services.default_spec(task, seed=seed, **overrides)
+        member_overrides = {**overrides, "encoder": _start_folder(starts[index])} if starts else overrides
+        spec = services.default_spec(task, seed=seed, **member_overrides)
 
         def member_echo(step: int, total: int, stats: dict[str, float], index: int = index) -> None:
             if echo:
                 echo(index * total + step, total * len(seeds), stats)
 
-        versions.append(services.train_model(task, spec, labelled, name=name, reuse=True, parent=parent,
-                                             echo=member_echo))
+        versions.append(services.train_model(task, spec, labelled, name=name, reuse=True,
+                                             parent=starts[index] if starts else parent, echo=member_echo))
     return versions
 
 
-def _train_cached(task, labelled, seeds, names, spec: RecipeSpec, dev, reuse, parent, echo) -> list[ModelVersion]:
+def _train_cached(task, labelled, seeds, names, spec: RecipeSpec, dev, reuse, parent, echo,
+                  starts=None) -> list[ModelVersion]:
+    if starts:  # each member from its own live member: one recipe call per member (no shared lower layers)
+        return _train_cached_live(task, labelled, seeds, names, spec, dev, reuse, echo, starts)
     fps = [member_fingerprint(task, spec, seed, labelled.keys) for seed in seeds]
     versions: list[ModelVersion | None] = [services._reusable(task, fp) if reuse else None for fp in fps]
     lineage = {"data": labelled.name, "examples": len(labelled.keys), "recipe": CACHED_TOP,
@@ -139,6 +195,24 @@ def _train_cached(task, labelled, seeds, names, spec: RecipeSpec, dev, reuse, pa
             services.transition(version, Status.READY, metrics=member_metrics, progress=1.0,
                                 progress_message=_done_message(member_metrics))
     return [v for v in versions if v is not None]
+
+
+def _train_cached_live(task, labelled, seeds, names, spec: RecipeSpec, dev, reuse, echo, starts) -> list[ModelVersion]:
+    """Cached-top from the live members: member i's encoder is live member i's artifact folder, so its lower layers
+    are encoded for it alone and its trained top blocks and head (`keep_head`) are where it starts. The progress
+    of the whole ensemble is the members' in turn."""
+    versions = []
+    for index, (seed, name) in enumerate(zip(seeds, names, strict=True)):
+        member_spec = replace(spec, encoder=_start_folder(starts[index]))
+
+        def member_echo(done: int, total: int, stats: dict[str, float], index: int = index) -> None:
+            if echo:
+                echo(index * total + done, total * len(seeds),
+                     {**stats, "member": float(index)} if "member" in stats else stats)
+
+        versions += _train_cached(task, labelled, [seed], [name], member_spec, dev, reuse, starts[index],
+                                  member_echo if echo else None)
+    return versions
 
 
 def _done_message(metrics: dict[str, Any]) -> str:

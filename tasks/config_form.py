@@ -18,6 +18,7 @@ from django import forms
 from pydantic import ValidationError as PydanticError
 
 from dynabench_site.text import validate_text
+from tasks.kinds.base import check_encoder_setting
 from tasks.models import Task
 
 # Headings and help for the settings people meet first; anything else gets its schema title and description.
@@ -186,9 +187,15 @@ class ConfigForm(forms.Form):
                 value = [line.strip() for line in (value or "").splitlines() if line.strip()]
             _set(config, path, value)
         try:
-            data["config"] = self.task.kind_impl.parse_config(config).model_dump()
+            parsed = self.task.kind_impl.parse_config(config)
         except PydanticError as exc:
             self._place_errors(exc)
+            return data
+        data["config"] = parsed.model_dump()
+        problem = check_encoder_setting(parsed, self.task)  # the folders the site allows, the task's uploads
+        if problem:
+            name = NAME_SEPARATOR.join(("retraining", "encoder"))
+            self.add_error(name if name in self.fields else None, problem)
         return data
 
     def _place_errors(self, exc: PydanticError) -> None:

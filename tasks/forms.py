@@ -15,6 +15,7 @@ from dynabench_site.parsers import loads_bounded
 from dynabench_site.text import json_text_problem, validate_text
 from tasks.importing import PRESETS
 from tasks.kinds import get_kind, kind_choices
+from tasks.kinds.base import check_encoder_setting
 from tasks.models import LabeledItem, Task, pydantic_message
 
 
@@ -53,14 +54,18 @@ def parse_json_object(text: str, what: str) -> dict[str, Any]:
     return value
 
 
-def validated_config(kind: str, raw: dict[str, Any]) -> dict[str, Any]:
+def validated_config(kind: str, raw: dict[str, Any], task: Task | None = None) -> dict[str, Any]:
     found = json_text_problem(raw, "config")  # labels, instructions, every text in it: the one text rule
     if found is not None:
         raise forms.ValidationError(f"{found[0]}: {found[1]}")
     try:
-        return get_kind(kind).parse_config(raw).model_dump()
+        parsed = get_kind(kind).parse_config(raw)
     except PydanticError as exc:
         raise forms.ValidationError(f"The configuration does not fit the {kind} kind: {pydantic_message(exc)}") from None
+    problem = check_encoder_setting(parsed, task)  # the folders the site allows, the task's uploads
+    if problem:
+        raise forms.ValidationError(f"retraining.encoder: {problem}")
+    return parsed.model_dump()
 
 
 class TaskCreateForm(forms.Form):
@@ -111,7 +116,7 @@ class SettingsForm(forms.Form):
         try:
             raw = parse_json_object(data.get("config", ""), "The settings")
             raw["instructions"] = data.get("instructions", "")
-            data["config"] = validated_config(self.task.kind, raw)
+            data["config"] = validated_config(self.task.kind, raw, self.task)
         except forms.ValidationError as exc:
             self.add_error("config", exc)
         return data

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from dynabench_site.errors import InvalidInput
 from dynabench_site.text import text_problem
 from tasks import choices
+from zoo import encoders as zoo_encoders
 from zoo import explain_methods
 from zoo import llm as llm_providers
 from zoo.llm import endpoints as llm_endpoints
@@ -147,7 +149,65 @@ class RetrainingSettings(_Strict):
         description="How many times the newest round's training examples count when retraining (the base data and "
                     "earlier rounds count once): each row is repeated the whole part of the weight, and a stable "
                     "share of the rows, the fractional part, once more. 1 treats every row alike.")
+    encoder: str = Field(
+        "", max_length=500,
+        description="The base encoder of the models in the loop (docs/modelzoo.md, \"Putting your own model in the "
+                    "loop\"): empty for the site's default (all-MiniLM-L6-v2); a registered name (" + ", ".join(
+                        n for n in zoo_encoders.ENCODERS.names() if not n.startswith("tiny")) + "); upload:<id or "
+                    "name> to put a model uploaded to this task's leaderboard in the loop; or a checkpoint folder "
+                    "inside a folder the operator allows (ZOO_ENCODER_DIRS). A round's pipeline option wins over it.")
+    start_from: Literal["pretrained", "live"] = Field(
+        "pretrained",
+        description="Where each round's retraining starts: \"pretrained\" (the encoder as it was pretrained, trained "
+                    "on all the data again each round, as DynaSent recommends) or \"live\" (each member continues "
+                    "from the live ensemble's member with the same position: its weights, head included, carry over).")
+
+    @field_validator("encoder", mode="before")
+    @classmethod
+    def _encoder(cls, value: Any) -> Any:
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if not text:
+            return ""
+        problem = encoder_problem(text)
+        if problem:
+            raise ValueError(problem)
+        return text
 # --- end of retraining settings -------------------------------------------------------------------------
+
+
+def encoder_problem(text: str) -> str | None:
+    """Why an encoder setting cannot be right whatever the site holds (a stored config is only checked this far:
+    a folder or an upload that later goes away must not make the task unreadable); the settings forms also run the
+    site's deeper check on save (`check_encoder_setting`)."""
+    if text in zoo_encoders.ENCODERS or text.startswith("upload:"):
+        return None if text != "upload:" else "upload: names no upload; give upload:<id> or upload:<name>"
+    if "/" in text or "\\" in text or text.startswith(("~", ".")):
+        return None if text.startswith("/") else f"encoder folder {text!r} must be an absolute path"
+    return (f"unknown encoder {text!r}: name one of {', '.join(zoo_encoders.ENCODERS.names())}, upload:<id> (a "
+            f"model uploaded to this task), or the path of a checkpoint folder the site allows (ZOO_ENCODER_DIRS)")
+
+
+# The site's check of an encoder setting against what it holds (folders it allows, the task's uploads, the checkpoint
+# itself): installed by the model zoo's app config (modelzoo.apps), since tasks never imports the model zoo. A check
+# raises ValueError (zoo.encoders.EncoderError) with the reason.
+ENCODER_CHECKS: list[Callable[[str, Any], Any]] = []
+
+
+def check_encoder_setting(config: TaskConfig, task: Any = None) -> str | None:
+    """The reason the config's retraining.encoder cannot be used on this site, or None (forms call it on save)."""
+    value = config.retraining.encoder
+    if not value:
+        return None
+    for check in ENCODER_CHECKS:
+        try:
+            check(value, task)
+        except ValueError as exc:
+            return str(exc)
+    return None
 
 
 # --- language models in the loop (docs/llm.md) ---------------------------------------------------------

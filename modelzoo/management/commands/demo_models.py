@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import time
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from modelzoo import data, demo, ensemble_training, opponent, services
+from modelzoo import data, demo, encoders, ensemble_training, opponent, services
 from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
 from zoo.heads import get_head
@@ -56,7 +56,10 @@ class Command(BaseCommand):
                             help="at most this many rows per extra training collection (a quicker, weaker run)")
         parser.add_argument("--max-steps", type=int, default=None, help="at most this many updates per member")
         parser.add_argument("--epochs", type=int, default=None, help="passes over the data (full recipe: fixed)")
-        parser.add_argument("--encoder", default=None, help='"tiny": a small random encoder (tests)')
+        parser.add_argument("--encoder", default=None, metavar="NAME_OR_PATH",
+                            help='the base encoder: a registered name (zoo.encoders; "tiny": a small random one, '
+                                 "tests), upload:<id or name>, or a checkpoint folder; default: each task's "
+                                 "retraining.encoder, else the site's")
         parser.add_argument("--no-progress", action="store_true", help="no progress bars (a log file)")
         parser.add_argument("--demo-items-only", action="store_true",
                             help="train on the demo's own items only (as before the samples; for comparison)")
@@ -69,6 +72,11 @@ class Command(BaseCommand):
         started = time.perf_counter()
         order = {slug: i for i, slug in enumerate(DEMO_TASKS)}
         tasks = sorted(Task.objects.filter(slug__in=o["tasks"]), key=lambda t: (order.get(t.slug, 99), t.slug))
+        for task in tasks:  # a bad encoder is refused before anything trains
+            try:
+                encoders.validate_encoder(o["encoder"], task, operator=True)
+            except encoders.EncoderError as exc:
+                raise CommandError(f"{task.slug}: {exc}") from None
         for task in tasks:
             self._task(task, o)
         self.stdout.write(self.style.SUCCESS(f"demo models ready in {time.perf_counter() - started:.0f} s"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from modelzoo import data, services
+from modelzoo import data, encoders, services
 from modelzoo.signals import ensemble_deployed
 from tasks.models import Task
 from zoo.progress import tqdm_echo
@@ -31,11 +31,21 @@ class Command(BaseCommand):
                             help="imported set to evaluate on, e.g. demo/test, or jsonl:[preset:]path")
         parser.add_argument("--deploy", action="store_true", help="make it the open round's ensemble")
         parser.add_argument("--tiny", action="store_true", help="a tiny random encoder (for trying things out)")
+        parser.add_argument("--encoder", default=None, metavar="NAME_OR_PATH",
+                            help="the base encoder: a registered name (zoo.encoders), upload:<id or name>, or a "
+                                 "checkpoint folder; default: the task's retraining.encoder, else the site's")
 
     def handle(self, *args, **o):
         task = Task.objects.filter(slug=o["task"]).first()
         if task is None:
             raise CommandError(f"no task with slug {o['task']!r}")
+        if o["tiny"] and o["encoder"]:
+            raise CommandError("give --tiny or --encoder, not both")
+        try:
+            encoders.validate_encoder(o["encoder"], task, operator=True)
+            encoder = encoders.encoder_for(task, "tiny" if o["tiny"] else o["encoder"])
+        except encoders.EncoderError as exc:
+            raise CommandError(str(exc)) from None
         labelled = data.training_set(task, o["collection"], jsonl_path=o["jsonl"], preset=o["preset"])
         if o["limit"]:
             labelled = data.LabelledSet(labelled.name, labelled.inputs[:o["limit"]], labelled.targets[:o["limit"]],
@@ -43,8 +53,9 @@ class Command(BaseCommand):
         if not labelled.inputs:
             raise CommandError(f"task {task.slug} has no training data ({labelled.name})")
         spec = services.default_spec(task, epochs=o["epochs"], lr=o["lr"], batch_size=o["batch_size"],
-                                     max_length=o["max_length"], seed=o["seed"], encoder="tiny" if o["tiny"] else None)
-        self.stdout.write(f"Training {task.slug} on {len(labelled.inputs)} examples ({labelled.name})")
+                                     max_length=o["max_length"], seed=o["seed"], encoder=encoder)
+        self.stdout.write(f"Training {task.slug} on {len(labelled.inputs)} examples ({labelled.name}), encoder "
+                          f"{encoders.label_of(task, 'tiny' if o['tiny'] else o['encoder'])}")
         with tqdm_echo(desc=task.slug) as echo:
             version = services.train_model(task, spec, labelled, name=o["name"], echo=echo,
                                            evaluate_on=[data.load(task, name) for name in o["evaluate"]])

@@ -6,11 +6,14 @@ consecutive rounds. The old form, `<task> <adversarial.jsonl> --heldout FILE`, i
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from modelzoo import encoders
+from modelzoo.encoders import START_FROM
 from rounds.simulation import ON_WORSE, DataFile, SimulationError, simulate
 from tasks.importing import PRESETS
 from tasks.models import Task
@@ -73,6 +76,13 @@ class Command(BaseCommand):
         parser.add_argument("--epochs", type=int, default=None, help="retraining epochs (pipeline option)")
         parser.add_argument("--seeds", default=None, help="comma-separated seeds: one model each (pipeline option)")
         parser.add_argument("--options", default="{}", help="more pipeline options, as JSON (rounds.options)")
+        parser.add_argument("--encoder", default=None, metavar="NAME_OR_PATH",
+                            help="the base encoder of the retrained ensembles (pipeline option): a registered name, "
+                                 "upload:<id or name>, or a checkpoint folder")
+        parser.add_argument("--start-from", dest="start_from", choices=START_FROM, default=None,
+                            help="where each round's retraining starts (pipeline option): the pretrained encoder on "
+                                 "all the data, or the live ensemble's members; default: the task's "
+                                 "retraining.start_from")
         parser.add_argument("--on-worse", choices=ON_WORSE, default="approve",
                             help="what the simulated owner does when a retrained ensemble awaits approval (stop: "
                                  "leave it awaiting and replay no further file)")
@@ -107,6 +117,10 @@ class Command(BaseCommand):
             options["epochs"] = o["epochs"]
         if o["seeds"]:
             options["seeds"] = [int(s) for s in o["seeds"].split(",")]
+        if o["start_from"]:
+            options["start_from"] = o["start_from"]
+        if o["encoder"]:
+            options["encoder"] = self._encoder(found, o["encoder"])
         try:
             report = simulate(found, files, held, writers=4 if count is None else count, validators=o["validators"],
                               limit=o["limit"], heldout_limit=o["heldout_limit"], options=options,
@@ -120,3 +134,23 @@ class Command(BaseCommand):
             o["out"].write_text(text, encoding="utf-8")
         if o["json"]:
             o["json"].write_text(json.dumps(report.as_dict(), indent=2, default=str), encoding="utf-8")
+
+    @staticmethod
+    def _encoder(task: Task, value: str) -> str:
+        """The operator's encoder, refused with the reason before anything is written. A folder named here is the
+        operator's choice: it is added to the folders this process allows (ZOO_ENCODER_DIRS), since the runs go
+        through the pipeline's options as a task owner's would."""
+        try:
+            encoders.validate_encoder(value, task, operator=True)
+        except encoders.EncoderError as exc:
+            raise CommandError(str(exc)) from None
+        text = value.strip()
+        if not encoders.is_folder(text):
+            return text
+        folder = str(Path(text).expanduser().resolve())
+        allowed = [str(p) for p in encoders.allowed_dirs()]
+        if getattr(settings, "ZOO_ENCODER_DIRS", None) is not None:
+            settings.ZOO_ENCODER_DIRS = [*allowed, folder]
+        else:
+            os.environ["ZOO_ENCODER_DIRS"] = os.pathsep.join([*allowed, folder])
+        return folder
