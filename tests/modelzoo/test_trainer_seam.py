@@ -198,3 +198,22 @@ def test_a_round_waits_for_a_training_worker_and_resumes_onto_the_same_job(train
         assert version.status in ("ready", "deployed") and version.metrics["steps"] >= 1
         assert json.loads((version.artifact_path / "training.json").read_text())["job"] == sent["jobs"][0]
     assert log.count("modelzoo.train[") >= 1 and "succeeded" in log and client.llen(queue) == 0
+
+
+def test_the_gpu_profile_reserves_a_gpu_for_torchserve_and_the_training_worker():
+    """docker-compose.yml's profile "gpu" (no engine needed to read it); the default image keeps the CPU torch."""
+    import yaml
+
+    root = Path(django_settings.BASE_DIR)
+    services = yaml.safe_load((root / "docker-compose.yml").read_text())["services"]
+    for name in ("torchserve-gpu", "trainer"):
+        service = services[name]
+        assert service["profiles"] == ["gpu"] and service["environment"]["ZOO_DEVICE"] == "cuda"
+        assert service["deploy"]["resources"]["reservations"]["devices"] == [
+            {"driver": "nvidia", "count": 1, "capabilities": ["gpu"]}]
+        assert "/whl/cu" in service["build"]["args"]["TORCH_INDEX"] and service["image"] == "dynabench:gpu"
+    assert services["trainer"]["command"][services["trainer"]["command"].index("-Q") + 1] == "training"
+    assert "number_of_gpu=1" in " ".join(services["torchserve-gpu"]["command"])
+    assert not any("profiles" in services[n] for n in ("web", "worker", "explainer", "torchserve", "beat"))
+    assert "-Q" not in services["worker"]["command"]  # the scoring workers never consume "training"
+    assert "ARG TORCH_INDEX=https://download.pytorch.org/whl/cpu" in (root / "Dockerfile").read_text()
