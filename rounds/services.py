@@ -55,7 +55,7 @@ def start_pipeline(task: Task, user, options: dict[str, Any] | None = None, desc
     """Close the task's current round and open the next, as a background pipeline. Returns the run."""
     check_can_run(user, task)
     description = check_optional_text(description, "description")
-    opts = pipeline_options(options)
+    opts = pipeline_options(options, task)
     existing = unfinished_run(task)
     if existing is not None:
         raise PipelineBusy(busy_message(existing), existing)

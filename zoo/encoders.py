@@ -74,7 +74,9 @@ class EncoderSource:
         previous = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # the new head is expected to be missing from the checkpoint
         try:
-            return auto_model.from_pretrained(str(self.path), config=config)
+            # a checkpoint with a head of another size (an upload, a live member of another label count): the
+            # mismatched head is initialised afresh, the encoder's weights load
+            return auto_model.from_pretrained(str(self.path), config=config, ignore_mismatched_sizes=True)
         finally:
             hf_logging.set_verbosity(previous)
 
