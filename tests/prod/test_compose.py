@@ -65,7 +65,7 @@ def test_torchserve_is_internal_with_token_auth(compose):
     assert "ports" not in torchserve and torchserve["networks"] == ["models"]
     assert networks["models"]["internal"] is True and networks["backend"]["internal"] is True
     on_models = {name for name, s in services.items() if "models" in s.get("networks", [])}
-    assert on_models == {"torchserve", "web", "worker", "register"}  # only the app reaches it
+    assert on_models == {"torchserve", "torchserve-gpu", "web", "worker", "register"}  # only the app reaches it
     config = (ROOT / "torchserve" / "config.docker.properties").read_text()
     assert "token_expiration_min=" in config and "disable_token_authorization" not in config
 
