@@ -7,6 +7,9 @@ end cross-entropy). Both train for one epoch — the early stop that makes the s
 pool, for as many passes as it takes to make `min_steps` updates (a 60-item pool at batch 32 would otherwise
 get 2 updates and score with an almost untrained head). EL2N averages the error norm of `runs` heads trained
 the same way with seeds `seed`, `seed + 1`, … (Paul et al. 2021).
+
+The encoder is any of `zoo.encoders` (the caller's, or `hardness.services.weak_encoder(name)`), on its device
+(`zoo.device`): batches follow it there, and only figures come back to the CPU.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from research.hardbench import HardbenchConfig, run
 from research.hardbench.pool import DEFAULT_STRATEGIES
-from zoo.encoder import load_encoder, load_tokenizer
+from zoo import encoders
 
 
 def _ints(value: str) -> list[int]:
@@ -49,21 +49,43 @@ def parser(data_dir: Path, var_dir: Path) -> argparse.ArgumentParser:
     p.add_argument("--cache", type=Path, default=var_dir / "cache" / "hardbench")
     p.add_argument("--deep-method", choices=["vmap", "ghost"], default="ghost",
                    help="gradnorm_deep: torch.func vmap per-sample grads, or ghost norms (same values, faster)")
+    p.add_argument("--encoder", default=None, metavar="NAME_OR_PATH",
+                   help="the encoder (zoo.encoders: a registered name or a local Hugging Face folder; default: the "
+                        "packaged all-MiniLM-L6-v2); another encoder keeps its caches and report in a subfolder")
     p.add_argument("--threads", type=int, default=1,
                    help="torch threads; 1 by default: on a shared 2-core machine two threads oversubscribe")
     return p
 
 
+def load(source: encoders.EncoderSource):
+    """The encoder (AutoModel with its weights; a tiny one is random, seeded) on the ZOO_DEVICE device, and its
+    tokenizer."""
+    from transformers import AutoModel
+
+    from zoo import device
+
+    torch.manual_seed(0)
+    return source.model(AutoModel, source.config()).to(device.resolve()).eval(), source.tokenizer()
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parser(*platform_dirs()).parse_args(argv)
+    p = parser(*platform_dirs())
+    args = p.parse_args(argv)
+    try:
+        source = encoders.resolve(args.encoder)
+    except encoders.EncoderError as exc:
+        p.error(str(exc))
     if args.threads:
         torch.set_num_threads(args.threads)
+    if source.name != encoders.DEFAULT:  # caches and report of another encoder never mix with MiniLM's
+        tag = "".join(c if c.isalnum() or c in "-_." else "_" for c in source.name.strip("/"))[-80:]
+        args.out, args.cache = args.out / tag, args.cache / tag
     config = HardbenchConfig(
         data_dir=args.data, out_dir=args.out, cache_dir=args.cache, ks=args.k, seeds=args.seeds,
         strategies=args.strategies, max_train_rows=args.max_train_rows, deep_method=args.deep_method,
         epochs=args.epochs, trainable_blocks=args.trainable_blocks if args.trainable_blocks > 0 else None,
     )
-    summary = run(config, load_encoder(), load_tokenizer())
+    summary = run(config, *load(source))
     print(f"report: {config.out_dir / 'report.md'}")
     for row in summary["table"]:
         print(f"k={row['k']:>4} {row['strategy']:<14} best {row['best_mean']:.2f}±{row['best_std']:.2f}"

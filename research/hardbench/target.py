@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from hardness.classifier import EncoderClassifier, TrainConfig, make_optimizer, train_epoch
-from hardness.encoding import length_sorted_batches
+from hardness.encoding import device_of, length_sorted_batches
 
 
 @dataclass(frozen=True)
@@ -44,8 +44,11 @@ class EvalSet:
 def prepare_eval(encoder, tokenizer, texts: Sequence[str], labels: np.ndarray, config: TrainConfig) -> EvalSet:
     probe = EncoderClassifier(encoder, 2, config.trainable_blocks)
     probe.eval()
-    batches = [(b.index, probe.lower(b.input_ids, b.attention_mask) if probe.split else b.input_ids, b.attention_mask)
-               for b in length_sorted_batches(tokenizer, texts, 128)]
+    device = device_of(encoder)
+    batches = []
+    for b in length_sorted_batches(tokenizer, texts, 128):
+        ids, mask = b.input_ids.to(device), b.attention_mask.to(device)
+        batches.append((b.index, probe.lower(ids, mask) if probe.split else ids, mask))
     encoder.requires_grad_(True)  # the probe froze parts of the shared encoder; undo for the caller
     return EvalSet(batches, labels, probe.split)
 
@@ -56,7 +59,7 @@ def accuracy(model: EncoderClassifier, dev: EvalSet) -> float:
     pred = np.zeros(len(dev.labels), dtype=np.int64)
     for index, x, mask in dev.batches:
         logits = model.upper(x, mask) if model.split else model(x, mask)
-        pred[index] = logits.argmax(-1).numpy()
+        pred[index] = logits.argmax(-1).cpu().numpy()
     return float((pred == dev.labels).mean())
 
 

@@ -201,3 +201,11 @@ def test_seed_round_command_refuses_cuda_where_there_is_none(monkeypatch):
     monkeypatch.setenv("ZOO_DEVICE", "cuda")
     with pytest.raises(CommandError, match="no CUDA device"):
         call_command("seed_round", "no-cuda", "1", "--encoder", "tiny")
+
+
+def test_the_hardbench_reproduction_refuses_a_bad_encoder_with_the_reason(capsys):
+    from research.hardbench.__main__ import main
+
+    with pytest.raises(SystemExit):
+        main(["--encoder", "no-such-encoder"])
+    assert "unknown encoder 'no-such-encoder'" in capsys.readouterr().err
