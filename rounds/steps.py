@@ -166,7 +166,8 @@ def seed(ctx: StepContext) -> dict[str, Any]:
     if k == 0:
         ctx.log("k = 0: no hardness seeding")
         return {"seeds": 0}
-    chosen = seeding.seed_round(ctx.task, target, _members(ctx), k, ctx.options.pool_max, ctx.log)
+    chosen = seeding.seed_round(ctx.task, target, _members(ctx), k, ctx.options.pool_max, ctx.log,
+                                 encoder=ctx.options.encoder)
     return {"seeds": chosen}
 
 
