@@ -20,6 +20,12 @@ run in parallel threads (ZOO_MEMBER_THREADS, default min(members, CPUs)), one to
 Members that share a frozen trunk (the cached-top recipe's: bit-identical embeddings and lower layers, found at
 load by comparing the tensors, `zoo.trunk`) run it once per batch, then their own top layers and heads in
 those threads; `"share_trunk": false` in ensemble.json or ZOO_SHARE_TRUNK=0 turns that off.
+
+Device: the worker computes on the GPU TorchServe gives it (`gpu_id` in the context's system properties) when
+ZOO_DEVICE is auto or cuda, on the CPU with ZOO_DEVICE=cpu (`zoo.device.pinned`); ZOO_DEVICE=cuda where torch
+sees no CUDA fails the worker's start with `zoo.device.DeviceError` saying so (`zoo.device.check`), never a
+silent CPU run. Inputs go to that device, a GPU forward autocasts (bfloat16, else float16), answers are the
+same JSON. Any encoder family the library runs (`zoo.encoders.FAMILIES`) is served alike.
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ from ts.torch_handler.base_handler import BaseHandler
 
 ENSEMBLE_FILE = "ensemble.json"
 log = logging.getLogger(__name__)
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.txt", "special_tokens_map.json", "vocab.json",
+                   "merges.txt", "spm.model", "sentencepiece.bpe.model", "spiece.model", "added_tokens.json")
 
 
 class ZooHandler(BaseHandler):
@@ -46,11 +53,14 @@ class ZooHandler(BaseHandler):
         if model_dir not in sys.path:
             sys.path.insert(0, model_dir)
         # Importable only now: the archive's own copy of the library (`zoo/`) sits in model_dir.
+        from zoo import device as zoo_device
         from zoo import explain as zoo_explain
         from zoo.flags import integer
         from zoo.runtime import Predictor, configure_threads, load_model, read_meta
         from zoo.trunk import SharedEnsemble, sharing_enabled
 
+        self.device = worker_device(zoo_device, context)  # DeviceError here: the worker does not start
+        log.info("zoo worker device: %s", zoo_device.describe(self.device))
         configure_threads()  # ZOO_TORCH_THREADS, default 1: parallelism comes from members and workers
         _limit_malloc_arenas()
         self.explain_module = zoo_explain
@@ -65,7 +75,7 @@ class ZooHandler(BaseHandler):
 
                 tokenizers[key] = AutoTokenizer.from_pretrained(str(folder))
             meta = read_meta(folder)
-            self.predictors.append(Predictor(load_model(folder, meta["head"]), tokenizers[key], meta))
+            self.predictors.append(Predictor(load_model(folder, meta["head"], self.device), tokenizers[key], meta))
             self.member_ids.append(member.get("id"))
         self.ensemble = SharedEnsemble(self.predictors, share=share and sharing_enabled())
         wanted = integer("ZOO_MEMBER_THREADS", 0, minimum=0) or min(len(self.predictors), os.cpu_count() or 1)
@@ -193,6 +203,16 @@ class ZooHandler(BaseHandler):
     def _error(self, index: int, status: int, message: str) -> dict[str, str]:
         self.context.set_response_status(code=status, phrase=message[:200], idx=index)
         return {"error": message}
+
+
+def worker_device(zoo_device: Any, context: Any) -> Any:
+    """The torch device of this worker: ZOO_DEVICE checked first (CUDA asked for and absent: DeviceError), then
+    the GPU TorchServe gave the worker (`gpu_id`) unless ZOO_DEVICE=cpu (`zoo.device.pinned`)."""
+    zoo_device.check()
+    properties = getattr(context, "system_properties", None) or {}
+    gpu_id = properties.get("gpu_id")
+    gpu_index = int(gpu_id) if gpu_id is not None and str(gpu_id).strip() not in ("", "-1") else None
+    return zoo_device.pinned(gpu_index=gpu_index)
 
 
 def _limit_malloc_arenas(arenas: int = 2) -> None:

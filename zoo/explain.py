@@ -22,6 +22,13 @@ the answer and its confidence then come from a float32 pass over the unchanged i
 `integrated_gradients` (Captum LayerIntegratedGradients from a [PAD] baseline, on the target *logit*, with the
 convergence delta recorded). Which logits they attribute is the head spec's choice
 (`HeadSpec.explained_logits`); over an ensemble, each member's normalised word scores are averaged.
+
+**Devices**: the perturbed batches and gradients are computed where the members' weights are
+(`runtime.Predictor.device`, ZOO_DEVICE). On a GPU an occlusion batch autocasts to the card's precision
+(`zoo.device.amp_dtype`, as predictions do) and the gradient methods run in float32 (integrated gradients'
+convergence delta is meaningless in half precision); the probabilities and scores are read on the CPU and come
+back as Python floats. Words are the text's own (`zoo.offsets`: SentencePiece "▁" and byte-level "Ġ" pieces are
+never credited as words).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from typing import Any
 
 import torch
 
+from zoo import device as zoo_device
 from zoo import precision
 
 # The methods, their names and labels: zoo.explain_methods (torch-free, so the site's settings read it too);
@@ -147,11 +155,7 @@ def occlusion(predictors: Sequence[Any], model_input: dict[str, str], target: An
         lead = ensemble[group.lead]
         with lead.lock:  # the tokenizer is not shared between threads mid-call
             plan = _occlusion_plan(lead, model_input, target)
-        dtype = occlusion_dtype(len(plan["rows"]))
-        outputs = ensemble.forward(group, plan["batch"], autocast=dtype)
-        # the members' own answers (a verdict) always come from a float32 pass over the unchanged input
-        exact = ensemble.forward(group, _first_row(plan["batch"])) \
-            if dtype is not None and plan["explained"] is None else {}
+        outputs, exact = _group_outputs(ensemble, group, plan)
         for m in group.members:
             per_member[m] = _occlusion_probs(ensemble[m], plan, outputs[m], model_input, exact.get(m))
     table: list[torch.Tensor] = []  # per member: [rows, candidates] probabilities, row 0 the unchanged input
@@ -203,7 +207,7 @@ def _occlusion_plan(predictor: Any, model_input: dict[str, str], target: Any) ->
     offsets, seq_ids = encoding["offset_mapping"][0].tolist(), encoding.sequence_ids(0)
     texts = predictor.segments(model_input)
     words = word_groups(offsets, seq_ids, texts)
-    args = predictor.model_args(encoding)
+    args = _model_inputs(predictor, encoding)  # on the CPU: the batch is built there, then moved
     protected: set[int] = set()
     explained = None
     if target is not None:
@@ -237,6 +241,7 @@ def _occlusion_probs(predictor: Any, plan: dict[str, Any], output: Any, model_in
     for the unchanged input when the batch ran in lower precision (the prediction is decoded from it)."""
     words, explained = plan["words"], plan["explained"]
     prediction = exact_probs = None
+    output, exact = _on_cpu(output), _on_cpu(exact)
     if explained is None:  # classification without a target: all labels' probabilities, prediction from row 0
         probs = torch.softmax(output.logits.float(), dim=-1)
         first = exact if exact is not None else type(output)(logits=output.logits[:1])
@@ -250,6 +255,54 @@ def _occlusion_probs(predictor: Any, plan: dict[str, Any], output: Any, model_in
     probs = torch.cat([probs[:1], probs[1:][torch.tensor([feature_of[i] for i in range(len(words))], dtype=torch.long)]]) \
         if words else probs[:1]
     return words, probs, prediction, exact_probs
+
+
+def _group_outputs(ensemble: SharedEnsemble, group: Any, plan: dict[str, Any]) -> tuple[dict[int, Any], dict[int, Any]]:
+    """The group's outputs for the plan's batch, and (when the batch ran in lower precision on the CPU) its
+    float32 outputs for the unchanged input. On a GPU the batch autocasts to the card's precision, as
+    predictions do. A model that cannot run in lower precision (DeBERTa v1 under autocast: "value cannot be
+    converted to type BFloat16") runs in float32, from then on (`autocast_ok`)."""
+    lead = ensemble[group.lead]
+    where = _device_of(lead)
+    low = getattr(lead, "autocast_ok", True)
+    try:
+        if where.type != "cpu":
+            batch = zoo_device.to_device(plan["batch"], where)
+            with zoo_device.autocast(where, zoo_device.amp_dtype(where) if low else None):
+                return ensemble.forward(group, batch), {}
+        dtype = occlusion_dtype(len(plan["rows"])) if low else None
+        outputs = ensemble.forward(group, plan["batch"], autocast=dtype)
+        # the members' own answers (a verdict) always come from a float32 pass over the unchanged input
+        exact = ensemble.forward(group, _first_row(plan["batch"])) \
+            if dtype is not None and plan["explained"] is None else {}
+        return outputs, exact
+    except RuntimeError as exc:
+        if not low or isinstance(exc, torch.OutOfMemoryError) or (where.type == "cpu" and dtype is None) \
+                or (where.type != "cpu" and zoo_device.amp_dtype(where) is None):
+            raise
+        for m in group.members:
+            ensemble[m].autocast_ok = False
+        return _group_outputs(ensemble, group, plan)
+
+
+def _device_of(predictor: Any) -> torch.device:
+    return getattr(predictor, "device", None) or torch.device("cpu")
+
+
+def _model_inputs(predictor: Any, encoding: Any) -> dict[str, torch.Tensor]:
+    """The encoding's tensors the model takes, on the CPU (`runtime.Predictor.model_inputs`)."""
+    inputs = getattr(predictor, "model_inputs", None)
+    return inputs(encoding) if inputs is not None else predictor.model_args(encoding)
+
+
+def _on_cpu(output: Any) -> Any:
+    """A model output's tensors on the CPU (nothing to do for a CPU output)."""
+    if output is None:
+        return None
+    tensors = [v for v in output.values() if isinstance(v, torch.Tensor)] if hasattr(output, "values") else []
+    if all(t.device.type == "cpu" for t in tensors):
+        return output
+    return type(output)(**{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in output.items()})
 
 
 def _first_row(batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -366,10 +419,12 @@ def gradient(predictor: Any, model_input: dict[str, str], method: str, target: A
     encoding = predictor.encode([model_input], offsets=True)
     texts = predictor.segments(model_input)
     offsets, seq_ids = encoding["offset_mapping"][0].tolist(), encoding.sequence_ids(0)
-    args = predictor.model_args(encoding)
+    args = predictor.model_args(encoding)  # on the model's device
     explained = predictor.spec.explained_logits(target, predictor.labels, offsets, seq_ids)
+    specials = _tokenizer_specials(getattr(predictor, "tokenizer", None))
     with predictor.lock:
-        results = {key: attribute(predictor.model, args, pick, method) for key, pick in explained.logits.items()}
+        results = {key: attribute(predictor.model, args, pick, method, specials)
+                   for key, pick in explained.logits.items()}
     first = next(iter(results.values()))
     return {"method": method, "target": explained.name, "delta": _worst([r["delta"] for r in results.values()]),
             "steps": first["steps"], **{key: merge_words(r["scores"], offsets, seq_ids, texts) for key, r in results.items()}}
@@ -379,8 +434,21 @@ def _worst(deltas: list[float | None]) -> float | None:
     return None if any(d is None for d in deltas) else max(abs(d) for d in deltas)
 
 
-def attribute(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable, method: str) -> dict[str, Any]:
+def attribute(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable, method: str,
+              specials: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`specials`: the tokenizer's pad and boundary token ids (`_tokenizer_specials`), for a baseline."""
+    if method == INTEGRATED_GRADIENTS:
+        return integrated_gradients(model, args, pick, specials)
     return GRADIENTS[method](model, args, pick)
+
+
+def _tokenizer_specials(tokenizer: Any) -> dict[str, Any] | None:
+    """The pad id and the ids of the tokens that frame a text ([CLS]/[SEP], <s>/</s>) by the tokenizer, which
+    knows them for every family (a config often does not); None without a tokenizer."""
+    if tokenizer is None:
+        return None
+    ids = {getattr(tokenizer, f"{name}_token_id", None) for name in ("cls", "sep", "bos", "eos")}
+    return {"pad": getattr(tokenizer, "pad_token_id", None), "special": {i for i in ids if isinstance(i, int)}}
 
 
 def input_x_gradient(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable) -> dict[str, Any]:
@@ -393,7 +461,8 @@ def input_x_gradient(model: torch.nn.Module, args: dict[str, torch.Tensor], pick
     return {"scores": scores.tolist(), "delta": None, "steps": 1}
 
 
-def integrated_gradients(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable) -> dict[str, Any]:
+def integrated_gradients(model: torch.nn.Module, args: dict[str, torch.Tensor], pick: Callable,
+                         specials: dict[str, Any] | None = None) -> dict[str, Any]:
     """LayerIntegratedGradients over the word embeddings, from a baseline of [PAD] (special tokens kept)."""
     from captum.attr import LayerIntegratedGradients  # here: captum loads matplotlib, which only IG needs
 
@@ -406,7 +475,7 @@ def integrated_gradients(model: torch.nn.Module, args: dict[str, torch.Tensor], 
     steps = ig_steps(input_ids.shape[1])
     lig = LayerIntegratedGradients(forward, model.get_input_embeddings())
     attributions, delta = lig.attribute(
-        input_ids, baselines=baseline_ids(model, input_ids), additional_forward_args=tuple(args[k] for k in rest_names),
+        input_ids, baselines=baseline_ids(model, input_ids, specials), additional_forward_args=tuple(args[k] for k in rest_names),
         n_steps=steps, internal_batch_size=steps, return_convergence_delta=True,
     )
     return {"scores": attributions.sum(-1)[0].detach().tolist(), "delta": float(delta.abs().max()), "steps": steps}
@@ -419,11 +488,14 @@ GRADIENTS: dict[str, Callable[..., dict[str, Any]]] = {
 }
 
 
-def baseline_ids(model: torch.nn.Module, input_ids: torch.Tensor) -> torch.Tensor:
-    pad = model.config.pad_token_id or 0
-    baseline = torch.full_like(input_ids, pad)
-    special = _special_ids(model)
-    keep = torch.isin(input_ids, torch.tensor(sorted(special))) if special else torch.zeros_like(input_ids, dtype=torch.bool)
+def baseline_ids(model: torch.nn.Module, input_ids: torch.Tensor, specials: dict[str, Any] | None = None) -> torch.Tensor:
+    """[PAD] everywhere but the framing tokens. The tokenizer's ids (`specials`) when given, else the config's
+    (BERT's [CLS]/[SEP] when it names none)."""
+    pad = specials["pad"] if specials and specials.get("pad") is not None else model.config.pad_token_id
+    baseline = torch.full_like(input_ids, pad or 0)
+    special = specials["special"] if specials and specials.get("special") else _special_ids(model)
+    keep = torch.isin(input_ids, torch.tensor(sorted(special), device=input_ids.device)) if special \
+        else torch.zeros_like(input_ids, dtype=torch.bool)
     return torch.where(keep, input_ids, baseline)
 
 

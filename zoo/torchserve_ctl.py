@@ -2,7 +2,9 @@
 
 Traps handled here (see STACK-NOTES): output goes to a log file, never a pipe (the java child keeps a pipe
 open forever); the pid file lives in $TMPDIR, so start and stop share one TMPDIR; every listener is bound to
-127.0.0.1; token auth is off only for local use (`--disable-token-auth`).
+127.0.0.1; token auth is off only for local use (`--disable-token-auth`). GPUs: `number_of_gpu` is every CUDA
+device torch sees (none with ZOO_DEVICE=cpu, or `gpus=`), and TorchServe gives each worker one of them
+(`gpu_id`), which the handler computes on (torchserve/handler.py).
 """
 
 from __future__ import annotations
@@ -32,6 +34,20 @@ class LocalTorchServe:
     grpc_inference_port: int = 7070
     grpc_management_port: int = 7071
     extra: dict[str, str] = field(default_factory=dict)
+    gpus: int | None = None  # GPUs TorchServe hands its workers (`gpu_id`); None: `gpu_count()`
+
+    def gpu_count(self) -> int:
+        """The GPUs this TorchServe may give its workers: `gpus` when set; else none with ZOO_DEVICE=cpu, and
+        every CUDA device torch sees otherwise (none on a CPU-only host: the config's number_of_gpu=0 holds)."""
+        if self.gpus is not None:
+            return self.gpus
+        from zoo import device
+
+        if device.asked() == "cpu":
+            return 0
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
     @property
     def inference_url(self) -> str:
@@ -53,7 +69,7 @@ class LocalTorchServe:
             "inference_address": self.inference_url, "management_address": self.management_url,
             "metrics_address": f"http://127.0.0.1:{self.metrics_port}",
             "grpc_inference_port": str(self.grpc_inference_port), "grpc_management_port": str(self.grpc_management_port),
-            "model_store": str(self.model_store), **self.extra,
+            "model_store": str(self.model_store), "number_of_gpu": str(self.gpu_count()), **self.extra,
         }
         text = TEMPLATE.read_text(encoding="utf-8")
         for key, value in values.items():

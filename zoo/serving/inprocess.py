@@ -1,7 +1,9 @@
 """The embedded default: models loaded once into this process and kept in memory.
 
 torch comes with the first model loaded (`zoo.runtime`), not with this module: the backend registry
-(`zoo.serving.BACKENDS`) is read by the site's settings.
+(`zoo.serving.BACKENDS`) is read by the site's settings. Models load on the device policy's device
+(`Predictor.load`: ZOO_DEVICE, a GPU when there is one under `auto`); ZOO_DEVICE=cuda where torch sees no CUDA
+is a non-retryable `BackendError` carrying `zoo.device.DeviceError`'s reason, never a silent CPU run.
 """
 
 from __future__ import annotations
