@@ -12,7 +12,13 @@ in-process backend runs. Importing `zoo` itself loads nothing heavy: torch comes
     explain        word occlusion over an ensemble, gradient methods on one model
     faithfulness   ERASER comprehensiveness of an explanation
     precision      native bfloat16 and autocast
-    encoder        the pretrained encoder (offline) and the tiny test encoder
+    encoder        the packaged MiniLM (offline) and the tiny test encoder
+    encoders       base encoders as a registry: a name or local folder -> `EncoderSource` (`resolve`)
+    families       each encoder family's layers and embeddings: trunk/tail views, whether it splits
+    tiny           tiny random checkpoints of every family, made in code (tests)
+    device         the device policy (`ZOO_DEVICE`) and mixed precision on a GPU
+    offsets        token offsets trimmed to the text's own characters (BPE and SentencePiece)
+    trainers       the trainer contract (`TrainJob` in, artifacts out) and its registry
     training       one model: `TrainSpec`, the training loop, artifacts
     recipes        the ensemble recipe (frozen lower layers encoded once, top blocks per member)
     aggregation    how members' predictions become the ensemble's

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from zoo.flags import _raw
+from zoo import flags
 
 FLAG = "ZOO_DEVICE"
 _SPEC = re.compile(r"^(auto|cpu|cuda(:\d+)?)$")
@@ -29,7 +29,7 @@ class DeviceError(RuntimeError):
 
 def asked(value: str | None = None) -> str:
     """The device asked for: `value`, else ZOO_DEVICE, else "auto" (validated spelling)."""
-    text = (value if value is not None else _raw(FLAG, None)) or "auto"
+    text = (value if value is not None else flags.text(FLAG)) or "auto"
     text = text.strip().lower()
     if not _SPEC.match(text):
         raise DeviceError(f"{FLAG}={text!r} is not one of: auto, cpu, cuda, cuda:N")

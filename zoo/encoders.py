@@ -24,7 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from zoo import stay_offline
+from zoo import flags, stay_offline
 from zoo.artifacts import ARCHITECTURES, WEIGHTS, code_keys, size_problems
 from zoo.registry import Registry
 
@@ -112,7 +112,7 @@ def _minilm() -> EncoderSource:
 def mpnet_folder() -> Path:
     """Where `make mpnet` (scripts/install_mpnet.py) unpacks all-mpnet-base-v2: ZOO_MPNET_DIR, else
     var/encoders/all-mpnet-base-v2 beside the project (the library's parent folder)."""
-    given = os.environ.get("ZOO_MPNET_DIR", "").strip()
+    given = flags.text("ZOO_MPNET_DIR")
     if given:
         return Path(given)
     return Path(__file__).resolve().parent.parent / "var" / "encoders" / MPNET

