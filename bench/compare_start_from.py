@@ -12,6 +12,7 @@ import argparse
 import json
 import math
 import random
+from pathlib import Path
 
 
 def wilson(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -48,7 +49,7 @@ def main() -> None:
     parser.add_argument("b")
     parser.add_argument("--names", nargs=2, default=["pretrained", "live"])
     args = parser.parse_args()
-    ra, rb = (json.load(open(p, encoding="utf-8")) for p in (args.a, args.b))
+    ra, rb = (json.loads(Path(p).read_text(encoding="utf-8")) for p in (args.a, args.b))
     na, nb = args.names
     print(f"| ensemble | held-out file | {na} error | {nb} error | {nb} − {na} [95 % paired bootstrap] | "
           f"wrong in {na} only | wrong in {nb} only | McNemar p |")

@@ -10,8 +10,7 @@ own folder would look (config.json, tokenizer files, model.safetensors). No Djan
 
 from __future__ import annotations
 
-import tempfile
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ def _wordpiece_vocab(family: str) -> dict[str, int]:
     return {w: i for i, w in enumerate(dict.fromkeys(words))}
 
 
-@lru_cache(maxsize=None)
+@cache
 def tiny_tokenizer(family: str) -> Any:
     import json
 
