@@ -275,7 +275,7 @@ def train_ensemble(task, labelled: data.LabelledSet, seeds: Sequence[int], *, na
 def start_from_of(task, value: str | None) -> str:
     from modelzoo import encoders
 
-    return encoders.start_from_for(task, value) if hasattr(encoders, "start_from_for") else (value or "pretrained")
+    return encoders.start_from_for(task, value)
 
 
 def _live_starts(task, start_from: str | None, live, n: int) -> list[ModelVersion] | None:

@@ -15,7 +15,6 @@ A `TrainJob` is plain data, so it travels as JSON (rows, never pickles) to a pro
     outputs     each member's artifact folder, relative to `root` (the shared model store)
     train, dev  `zoo.data.LabelledSet`s (dev: early stopping of cached-top; None: carved from train by key)
     meta        each member's lines for its `training.json` (lineage: task, fingerprint, model version)
-    start_from  an artifact folder under `root` the members continue from (None: from the base encoder)
     id          the job's name: the same job sent twice is trained once (a member whose artifact says it was
                 written by this job is returned as it is)
 
@@ -85,7 +84,6 @@ class TrainJob:
     train: LabelledSet
     dev: LabelledSet | None = None
     meta: list[dict[str, Any]] = field(default_factory=list)
-    start_from: str | None = None
     id: str = ""
 
     def __post_init__(self) -> None:
@@ -94,7 +92,7 @@ class TrainJob:
             raise ValueError("a training job needs one name and one output folder per seed, and at least one seed")
         if not self.train.inputs:
             raise ValueError(f"no training examples in {self.train.name}")
-        for out in self.outputs + ([self.start_from] if self.start_from else []):
+        for out in self.outputs:
             if Path(out).is_absolute() or ".." in Path(out).parts:
                 raise ValueError(f"a training job names folders relative to the model store, not {out!r}")
         self.meta = list(self.meta) or [{} for _ in self.seeds]
@@ -115,14 +113,14 @@ class TrainJob:
         return {"recipe": self.recipe, "spec": dict(self.spec), "seeds": self.seeds, "names": self.names,
                 "outputs": self.outputs, "train": _set_json(self.train),
                 "dev": _set_json(self.dev) if self.dev is not None else None, "meta": self.meta,
-                "start_from": self.start_from, "id": self.id}
+                "id": self.id}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainJob:
         return cls(recipe=data["recipe"], spec=dict(data["spec"]), seeds=data["seeds"], names=data["names"],
                    outputs=data["outputs"], train=_set_of(data["train"]),
                    dev=_set_of(data["dev"]) if data.get("dev") is not None else None, meta=data.get("meta") or [],
-                   start_from=data.get("start_from"), id=data.get("id", ""))
+                   id=data.get("id", ""))
 
 
 @dataclass
@@ -204,26 +202,15 @@ class InProcessTrainer(Trainer):
         examples = [TrainExample(m, t) for m, t in zip(job.train.inputs, job.train.targets, strict=True)]
         dev = ([TrainExample(m, t) for m, t in zip(job.dev.inputs, job.dev.targets, strict=True)]
                if job.dev is not None else None)
-        kwargs: dict[str, Any] = {}
-        if job.start_from:
-            kwargs["start_from"] = Path(root) / job.start_from
-        try:
-            return recipes.train_ensemble(examples, recipes.RecipeSpec(**spec), [Path(root) / job.outputs[i] for i in todo],
-                                          [job.seeds[i] for i in todo], dev=dev, keys=job.train.keys,
-                                          progress=progress, extra_meta=metas, **kwargs)
-        except TypeError as exc:
-            if kwargs and "start_from" in str(exc):
-                raise TrainerError("this version of the cached-top recipe cannot continue from a model "
-                                   "(start_from); train from the base encoder") from exc
-            raise
+        return recipes.train_ensemble(examples, recipes.RecipeSpec(**spec), [Path(root) / job.outputs[i] for i in todo],
+                                      [job.seeds[i] for i in todo], dev=dev, keys=job.train.keys,
+                                      progress=progress, extra_meta=metas)
 
     @staticmethod
     def _full(job: TrainJob, spec: dict[str, Any], root: Path, todo: Sequence[int], metas: list[dict[str, Any]],
               progress: Progress | None) -> list[dict[str, Any]]:
         from zoo import training
 
-        if job.start_from:
-            raise TrainerError('the "full" recipe trains from the base encoder; start_from is for cached-top')
         examples = [training.TrainExample(m, t) for m, t in zip(job.train.inputs, job.train.targets, strict=True)]
         results = []
         for n, (i, meta) in enumerate(zip(todo, metas, strict=True)):

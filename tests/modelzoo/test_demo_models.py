@@ -72,7 +72,8 @@ def test_a_task_with_only_its_demo_items_gets_the_earlier_full_recipe(db, tmp_pa
     call_command("demo_models", "--tasks", "nli", "--members", "1", "--encoder", "tiny", "--epochs", "1",
                  "--no-progress")
     version = ModelVersion.objects.get(task=task)
-    assert version.status == "deployed" and version.lineage == {"data": "demo/train", "examples": 6}
+    assert version.status == "deployed" and version.lineage == {"data": "demo/train", "examples": 6, "encoder": "tiny",
+                                                            "start_from": "pretrained"}
     assert version.hyperparameters["epochs"] == 1 and "top_layers" not in version.hyperparameters
 
 
