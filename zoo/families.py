@@ -150,14 +150,24 @@ def can_split(model: torch.nn.Module) -> bool:
     return split_problem(model) is None
 
 
+def _present(model: torch.nn.Module, paths: tuple[str, ...]) -> list[torch.nn.Module]:
+    base = base_of(model)
+    return [m for m in (_get(base, p) for p in paths) if m is not None]
+
+
+def after_first(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The modules the encoder runs right after layer 0 (DeBERTa-v2's convolution), part of any trunk k >= 1."""
+    family = family_of(model)
+    return _present(model, family.after_first) if family else []
+
+
 def trunk_modules(model: torch.nn.Module, k: int) -> list[torch.nn.Module]:
     """The modules whose weights decide what a trunk of k layers computes (and that the tail's layers use):
     embeddings, the modules before the first layer, the shared relative-position modules, what runs after layer
     0 when k >= 1, and layers[:k]. Absent optional modules are skipped."""
-    family, base = family_of(model), base_of(model)
-    paths = [family.embeddings, *family.before, *family.shared, *(family.after_first if k >= 1 else ())]
-    found = [_get(base, p) for p in paths]
-    return [m for m in found if m is not None] + list(layers(model))[:k]
+    family = family_of(model)
+    paths = (family.embeddings, *family.before, *family.shared, *(family.after_first if k >= 1 else ()))
+    return _present(model, paths) + list(layers(model))[:k]
 
 
 # -- views --------------------------------------------------------------------------------------------
