@@ -36,6 +36,7 @@ from typing import Any
 
 import torch
 
+from zoo import device as _device
 from zoo import families, precision
 from zoo.flags import flag
 
@@ -377,6 +378,24 @@ def cached_plan(predictors: Sequence[Any], share: bool | None = None) -> list[Gr
 # -- the ensemble ------------------------------------------------------------------------------------
 
 
+def _precision(predictor: Any, dtype: torch.dtype | None) -> contextlib.AbstractContextManager:
+    """The autocast a member runs under: on a GPU the device's precision (bfloat16, else float16; float32 for a
+    model that cannot run lower, `Predictor.autocast_ok`), in whichever thread runs it; on the CPU `dtype`."""
+    where = getattr(predictor, "device", None)
+    if where is not None and where.type != "cpu":
+        return _device.autocast(where, predictor.amp_dtype if getattr(predictor, "autocast_ok", True) else None)
+    return precision.autocast(dtype)
+
+
+def _on_cpu(output: Any) -> Any:
+    """A model output with its tensors on the CPU (decoding reads them there)."""
+    if isinstance(output, torch.Tensor):
+        return output.cpu()
+    if hasattr(output, "items"):
+        return type(output)(**{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in output.items()})
+    return output
+
+
 class SharedEnsemble(list):
     """The members (runtime.Predictor, in order) of one ensemble, with the trunks they share. A list of the
     predictors, so that it goes wherever a list of members goes (`explain.explain_ensemble`)."""
@@ -422,14 +441,14 @@ class SharedEnsemble(list):
         if not group.shared:
             return {m: self._full(m, args, autocast) for m in members}
         lead = self[group.lead]
-        with lead.lock, torch.inference_mode(), precision.autocast(autocast):
+        with lead.lock, torch.inference_mode(), _precision(lead, autocast):
             hidden = _trunk_of(lead, group.k)(**args).last_hidden_state
         rest = {"inputs_embeds": hidden}
         if "attention_mask" in args:
             rest["attention_mask"] = args["attention_mask"]
 
         def tail(m: int) -> Any:
-            with self[m].lock, torch.inference_mode(), precision.autocast(autocast):
+            with self[m].lock, torch.inference_mode(), _precision(self[m], autocast):
                 return _tail_of(self[m], group.k)(**rest)
 
         if pool is not None and len(members) > 1:
@@ -438,7 +457,7 @@ class SharedEnsemble(list):
         return {m: tail(m) for m in members}
 
     def _full(self, m: int, args: dict[str, torch.Tensor], autocast: torch.dtype | None = None) -> Any:
-        with self[m].lock, torch.inference_mode(), precision.autocast(autocast):
+        with self[m].lock, torch.inference_mode(), _precision(self[m], autocast):
             return self[m].model(**args)
 
     def predict(self, inputs: list[dict[str, str]], members: Sequence[int] | None = None,
@@ -476,4 +495,6 @@ class SharedEnsemble(list):
             rows = [self._predict_group(group, asked, [i], pool) for i in inputs]
             return {m: [r[m][0] for r in rows] for m in asked}
         outputs = self.forward(group, lead.model_args(encoding), asked, pool)
+        if getattr(lead, "device", torch.device("cpu")).type != "cpu":
+            outputs = {m: _on_cpu(o) for m, o in outputs.items()}
         return {m: self[m].spec.decode(encoding, outputs[m], inputs, self[m].labels) for m in asked}
