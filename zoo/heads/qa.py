@@ -15,6 +15,8 @@ import torch
 from transformers import AutoModelForQuestionAnswering
 
 from zoo.heads.base import Example, ExplainedLogits, HeadSpec, OcclusionTarget
+from zoo.offsets import clean as clean_offsets
+from zoo.offsets import needs_cleaning
 
 MAX_ANSWER_TOKENS = 30
 N_BEST = 10
@@ -41,11 +43,14 @@ class QAHead(HeadSpec):
     def features(self, tokenizer: Any, examples: Sequence[Example], labels: Sequence[str],
                  max_length: int) -> list[dict[str, Any]]:
         features = []
+        cleaning = needs_cleaning(tokenizer)
         for ex in examples:
             question, passage = self.segments(ex.model_input)
             encoding = tokenizer(question, passage, truncation=self.truncation, max_length=max_length,
                                  return_offsets_mapping=True)
             offsets, seq_ids = encoding.pop("offset_mapping"), encoding.sequence_ids()
+            if cleaning:  # BPE / SentencePiece: offsets on the text's own characters, as predictions read them
+                offsets = clean_offsets(offsets, seq_ids, (question, passage))
             start, end = ex.target["start"], ex.target["start"] + len(ex.target["text"])
             passage_tokens = [i for i, s in enumerate(seq_ids) if s == 1]
             if passage_tokens and offsets[passage_tokens[0]][0] <= start and end <= offsets[passage_tokens[-1]][1]:
