@@ -1,6 +1,6 @@
 """Every choice list follows from its registry.
 
-The thirteen registries of pluggable parts are one helper (`zoo.registry.Registry`: register, lookup, names, and
+The fifteen registries of pluggable parts are one helper (`zoo.registry.Registry`: register, lookup, names, and
 one error for an unknown name). No module outside a registry's home writes a list of its names (a tuple, list,
 set, dict or `Literal[...]` holding two or more of them, or a script's array): settings validation, the task
 schema, the settings form, the OpenAPI enums, command options and the create page's config are derived from the
@@ -152,7 +152,7 @@ def test_a_bundle_asks_each_format_whether_it_compresses(open_round, monkeypatch
     assert "data/train.csv" in stored
 
 
-# --- the thirteen registries: one helper, names written once, every derived list equal to its registry --------
+# --- the fifteen registries: one helper, names written once, every derived list equal to its registry --------
 
 # label -> ("module:NAME" of the registry, the modules that may write its names). A home ending in "/" is a folder.
 REGISTRIES = {
@@ -168,6 +168,8 @@ REGISTRIES = {
     "export formats": ("exports.formats:FORMATS", FORMAT_HOMES),
     "context sampling": ("annotation.sampling:STRATEGIES", {"tasks/choices.py"}),
     "training recipes": ("zoo.recipes:RECIPES", {"zoo/recipes.py"}),
+    "base encoders": ("zoo.encoders:ENCODERS", {"zoo/encoders.py"}),
+    "trainers": ("zoo.trainers:TRAINERS", {"zoo/trainers.py", "modelzoo/trainers.py"}),
     "health checks": ("dynabench_site.health:CHECKS", {"dynabench_site/health.py"}),
     "stuck work": ("dynabench_site.health:STUCK_WORK", set()),  # each app registers its own, one name each
 }
