@@ -132,6 +132,8 @@ def encoder_for(task, options: Any = None) -> str:
     value = options.get("encoder") if isinstance(options, dict) else getattr(options, "encoder", options)
     if value is None or (isinstance(value, str) and not value.strip()):
         value = (task.typed_config.retraining.encoder or None) if task is not None else None
+        if value is not None:  # an owner's setting, however it was stored (a form, an import): folders checked again
+            return resolved(str(value), task, check_dirs=True)
     if value is None:
         value = settings.MODELZOO_RECIPE.get("encoder") or zoo_encoders.DEFAULT
     return resolved(str(value), task)

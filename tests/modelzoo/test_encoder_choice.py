@@ -83,6 +83,20 @@ def test_a_folder_is_accepted_only_inside_the_folders_the_operator_allows(sentim
     assert encoders.validate_encoder(str(path), sentiment, operator=True) == str(path)
 
 
+def test_a_folder_stored_in_a_tasks_settings_outside_the_allowed_ones_is_refused_at_training(sentiment, folder,
+                                                                                               settings):
+    """However a folder got into a task's stored settings (an import, an older form), training checks it again: an
+    owner cannot have the server train from another task's model files."""
+    path, root = folder
+    settings.ZOO_ENCODER_DIRS = [str(root / "elsewhere")]
+    sentiment.config = {"labels": LABELS, "retraining": {"encoder": str(path)}}
+    sentiment.save()
+    with pytest.raises(EncoderError, match="not inside a folder this site allows"):
+        encoders.encoder_for(sentiment, None)
+    settings.ZOO_ENCODER_DIRS = [str(root)]
+    assert encoders.encoder_for(sentiment, None) == str(path.resolve())
+
+
 def test_an_upload_of_the_task_resolves_to_its_folder(sentiment, folder, settings):
     path, _ = folder
     settings.MODEL_STORE = path.parent
