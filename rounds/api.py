@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny, IsAuthenticated
@@ -193,6 +193,35 @@ class UploadEnsembleView(APIView):
         body.is_valid(raise_exception=True)
         uploads.set_in_next_ensemble(upload, request.user, body.validated_data["include"])
         return Response(upload_payload(upload))
+
+
+class RetrainFromSerializer(serializers.Serializer):
+    retrain_from = serializers.BooleanField(
+        help_text="true: the next round's models are trained from this upload (its weights; a new head for the task's "
+                  "labels); false: stop (the task's encoder goes back to the default, if it names this upload)")
+
+
+class UploadRetrainFromSerializer(UploadSerializer):
+    retrain_from = serializers.BooleanField(help_text="the next round's models are trained from this upload")
+    encoder = serializers.CharField(allow_blank=True, help_text="the task's retraining.encoder now (empty: the default)")
+
+
+class UploadRetrainFromView(APIView):
+    """POST {"retrain_from": true|false} (owners, admins): train the next round's models from an evaluated upload
+    (the task's retraining.encoder becomes upload:<id>), or stop."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(summary="Train the next round's models from an evaluated upload, or stop",
+                   request=RetrainFromSerializer,
+                   responses={200: UploadRetrainFromSerializer, 400: None, 403: None, 404: None})
+    def post(self, request, pk: int) -> Response:
+        upload = get_object_or_404(ResearcherModel.objects.select_related("task", "uploaded_by"), pk=pk)
+        body = RetrainFromSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        upload = uploads.retrain_from(upload, request.user, body.validated_data["retrain_from"])
+        return Response({**upload_payload(upload), "retrain_from": uploads.trains_from(upload.task) == upload.pk,
+                         "encoder": upload.task.typed_config.retraining.encoder or ""})
 
 
 class UploadActionView(APIView):

@@ -8,6 +8,7 @@ urlpatterns = [
     path("tasks/<slug:slug>/dashboard/", api.DashboardView.as_view(), name="api-task-dashboard"),
     path("tasks/<slug:slug>/models/", api.ModelUploadView.as_view(), name="api-task-models"),
     path("models/uploads/<int:pk>/ensemble/", api.UploadEnsembleView.as_view(), name="api-upload-ensemble"),
+    path("models/uploads/<int:pk>/retrain-from/", api.UploadRetrainFromView.as_view(), name="api-upload-retrain-from"),
     path("jobs/<int:pk>/", api.JobView.as_view(), name="api-job-detail"),
     path("jobs/<int:pk>/retry/", api.JobRetryView.as_view(), name="api-job-retry"),
     path("jobs/<int:pk>/abandon/", api.JobAbandonView.as_view(), name="api-job-abandon"),

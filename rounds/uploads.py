@@ -328,3 +328,51 @@ def set_in_next_ensemble(upload: ResearcherModel, user, include: bool) -> Resear
     ResearcherModel.objects.filter(pk=upload.pk).update(in_next_ensemble=include)
     upload.in_next_ensemble = include
     return upload
+
+
+def trains_from(task: Task) -> int | None:
+    """The id of the upload the task's next round trains from (its `retraining.encoder` names it as upload:<id or
+    name>), or None (another encoder, the default, or an upload that is gone)."""
+    from modelzoo.encoders import UPLOAD, EncoderError, upload_version
+
+    value = (task.typed_config.retraining.encoder or "").strip()
+    if not value.startswith(UPLOAD):
+        return None
+    try:
+        version = upload_version(value[len(UPLOAD):], task)
+    except (EncoderError, ValueError):
+        return None
+    return getattr(getattr(version, "upload", None), "pk", None)
+
+
+def retrain_from(upload: ResearcherModel, user, on: bool) -> ResearcherModel:
+    """Put an evaluated upload in the loop: the next round's models are trained from its weights (a new head for
+    the task's labels), by setting the task's `retraining.encoder` to upload:<id>; `on=False` sets it back to the
+    default, only when it names this upload. Owners and admins only; an upload that is not evaluated, or whose
+    folder cannot be trained from, is refused with the reason."""
+    from modelzoo.encoders import UPLOAD, EncoderError, validate_encoder
+
+    if not roles.can_manage(user, upload.task):
+        raise NotPermitted("Only the task's owners and admins may choose the model the next round trains from.")
+    value = f"{UPLOAD}{upload.pk}"
+    if on:
+        try:
+            value = validate_encoder(value, upload.task, user) or value
+        except EncoderError as exc:
+            reason = f"{exc}" + (f" ({upload.error})" if upload.error else "")
+            raise UploadRefused([reason], field="retrain_from") from None
+        if upload.status != ResearcherModel.Status.EVALUATED:
+            why = f": {upload.error}" if upload.error else ""
+            raise UploadRefused([f"{upload.name} is {upload.get_status_display().lower()}{why}; only an evaluated "
+                                 f"model can be the one the next round trains from"], field="retrain_from")
+    with transaction.atomic():
+        task = Task.objects.select_for_update().get(pk=upload.task_id)
+        if not on and trains_from(task) != upload.pk:
+            upload.task = task
+            return upload
+        config = dict(task.config)
+        config["retraining"] = {**(config.get("retraining") or {}), "encoder": value if on else ""}
+        task.config = task.kind_impl.parse_config(config).model_dump()
+        task.save(update_fields=["config"])
+    upload.task = task
+    return upload

@@ -12,6 +12,7 @@ urlpatterns = [
     path("console/uploads/<int:pk>/retry/", views.upload_action, {"action": "retry"}, name="rounds-upload-retry"),
     path("console/uploads/<int:pk>/abandon/", views.upload_action, {"action": "abandon"}, name="rounds-upload-abandon"),
     path("console/uploads/<int:pk>/ensemble/", views.upload_include, name="rounds-upload-include"),
+    path("console/uploads/<int:pk>/retrain-from/", views.upload_retrain_from, name="rounds-upload-retrain-from"),
     path("tasks/<slug:slug>/console/", views.task_console, name="rounds-task-console"),
     # The console's rounds section: GET shows it with what closing will do, POST closes the round.
     path("tasks/<slug:slug>/console/rounds/", views.console_rounds, name="rounds-console-rounds"),

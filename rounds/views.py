@@ -42,6 +42,7 @@ def console_context(task: Task, **extra: Any) -> dict[str, Any]:
         "task": task, "rounds": dashboard.round_figures(task), "runs": runs,
         "unfinished": services.unfinished_run(task), "current": task.current_round,
         "uploads": ResearcherModel.objects.filter(task=task).select_related("uploaded_by", "model_version"),
+        "retrain_upload_id": uploads.trains_from(task),
         **extra,
     }
 
@@ -144,7 +145,8 @@ def leaderboard_page(request, slug: str):
             return redirect("rounds-leaderboard", slug=task.slug)
     board = leaderboard.leaderboard(task)
     return render(request, "rounds/leaderboard.html", {"task": task, "board": board, "can_manage": can_manage,
-                                                       "form": form, "can_upload": uploads.can_upload(request.user, task)})
+                                                       "form": form, "can_upload": uploads.can_upload(request.user, task),
+                                                       "retrain_upload_id": uploads.trains_from(task)})
 
 
 def dashboard_page(request, slug: str):
@@ -186,4 +188,24 @@ def upload_context(request, task: Task, form: UploadForm, errors: list[str]) -> 
 def upload_include(request, pk: int):
     upload = get_object_or_404(ResearcherModel.objects.select_related("task"), pk=pk)
     uploads.set_in_next_ensemble(upload, request.user, request.POST.get("include") == "1")
+    return redirect(back_url(request, reverse("rounds-leaderboard", args=[upload.task.slug])))
+
+
+@login_required
+@require_POST
+@returns_to()  # the page the form is on (its `next`): the leaderboard or the console
+def upload_retrain_from(request, pk: int):
+    """Train the next round's models from an evaluated upload (its weights, a new head), or stop."""
+    upload = get_object_or_404(ResearcherModel.objects.select_related("task"), pk=pk)
+    on = request.POST.get("retrain_from") == "1"
+    was = uploads.trains_from(upload.task) == upload.pk
+    uploads.retrain_from(upload, request.user, on)
+    if on:
+        messages.success(request, f"The next round's models are trained from {upload.name} (its weights; a new head "
+                                  f"for this task's labels).")
+    elif was:
+        messages.success(request, f"The next round's models are no longer trained from {upload.name}: they start "
+                                  f"from the site's default encoder again.")
+    else:
+        messages.info(request, f"The next round was not training from {upload.name}; nothing changed.")
     return redirect(back_url(request, reverse("rounds-leaderboard", args=[upload.task.slug])))
