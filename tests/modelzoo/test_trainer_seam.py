@@ -92,6 +92,14 @@ def stop(process: subprocess.Popen) -> None:
             process.wait(timeout=10)
 
 
+def forget_backend(app):
+    """Drop the app's cached result backend (built from the configuration on next use); returns it."""
+    cached = app._backend
+    app._backend_cache = None
+    app._local.__dict__.pop("backend", None)
+    return cached
+
+
 @pytest.fixture
 def training_queue(settings, tmp_path):
     """This process sends training jobs to a queue of its own on Redis (no worker yet); the rest runs inline."""
@@ -116,6 +124,8 @@ def training_queue(settings, tmp_path):
     settings.CELERY_BROKER_URL, settings.CELERY_TASK_ALWAYS_EAGER = BROKER, False
     app.conf.update(broker_url=BROKER, result_backend=BROKER, task_always_eager=False, task_default_queue=default,
                     task_routes={"modelzoo.train": {"queue": queue}})
+    saved_backend = forget_backend(app)  # the app caches its result backend: an earlier test's (the settings'
+    # in-memory one) would never see the worker's results
     app._pool = None
     app.amqp._producer_pool = None
     reset_backends()
@@ -123,6 +133,9 @@ def training_queue(settings, tmp_path):
         yield queue, default, client
     finally:
         app.conf.update(**saved)
+        forget_backend(app)
+        if saved_backend is not None:
+            app._backend = saved_backend
         app._pool = None
         app.amqp._producer_pool = None
         reset_backends()
@@ -164,7 +177,7 @@ def test_a_round_waits_for_a_training_worker_and_resumes_onto_the_same_job(train
     assert client.llen(queue) == 1 and set(rows.values_list("status", flat=True)) == {"training"}
     assert "none serves the queue" in rows.first().progress_message
 
-    settings.TRAINING_WAIT_S = 0  # as long as it takes
+    settings.TRAINING_WAIT_S = 120  # long enough for the worker below to start (a bound, so a failure cannot hang)
     seen, workers = {}, []
     real_notice = training._notice
 
