@@ -373,6 +373,9 @@ ROUNDS_PIPELINE = env_json_object("ROUNDS_PIPELINE", {})
 # The cached-top recipe's settings for every task (modelzoo.ensemble_training.default_recipe: top_layers, lr,
 # epochs, ...), a JSON object on top of each head's defaults.
 MODELZOO_RECIPE = env_json_object("MODELZOO_RECIPE", {})
+# Parent folders under which a task's settings or a run may name a local encoder checkpoint (modelzoo.encoders;
+# separated by the path separator, ":"); none by default: a task owner can never point the server at a path.
+ZOO_ENCODER_DIRS = [p for p in env_str("ZOO_ENCODER_DIRS", "").split(os.pathsep) if p.strip()]
 # A running pipeline run silent for this long (its worker was killed mid-step) is queued again by the beat sweep
 # `rounds.resume_silent_pipelines` and taken over: the interrupted step runs again (every step is idempotent).
 ROUNDS_PIPELINE_TAKEOVER_S = env_int("ROUNDS_PIPELINE_TAKEOVER_S", 600, minimum=30)

@@ -37,11 +37,9 @@ __all__ = ["EncoderError", "allowed_dirs", "encoder_for", "label_of", "resolved"
 
 
 def allowed_dirs() -> list[Path]:
-    """The folders under which a task or a run may name a checkpoint folder (settings.ZOO_ENCODER_DIRS, a list or
-    a path-separated string, else the ZOO_ENCODER_DIRS environment variable); none by default."""
-    value: Any = getattr(settings, "ZOO_ENCODER_DIRS", None)
-    if value is None:
-        value = os.environ.get("ZOO_ENCODER_DIRS", "")
+    """The folders under which a task or a run may name a checkpoint folder (settings.ZOO_ENCODER_DIRS, from the
+    environment variable of that name: a list, or a path-separated string); none by default."""
+    value: Any = settings.ZOO_ENCODER_DIRS
     if isinstance(value, str):
         value = [p for p in value.split(os.pathsep) if p.strip()]
     return [Path(p).expanduser().resolve() for p in value]

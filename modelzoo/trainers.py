@@ -54,9 +54,10 @@ NOTICE_EVERY_S = 30.0  # a waiting step repeats its message this often (the elap
 STALL_S = 120.0  # a job that took no step for this long while its worker is gone: said so
 
 
-def setting(name: str, default: Any = None) -> Any:
-    """A trainer's setting, from the Django settings (the library reads its settings by name)."""
-    return getattr(settings, name, default)
+def setting(name: str, _default: Any = None) -> Any:
+    """A trainer's setting, from the Django settings, where each is defined once (the library asks by name, with
+    the default it would use outside the site)."""
+    return getattr(settings, name)
 
 
 class CeleryTrainer(Trainer):

@@ -6,7 +6,6 @@ consecutive rounds. The old form, `<task> <adversarial.jsonl> --heldout FILE`, i
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from django.conf import settings
@@ -149,8 +148,5 @@ class Command(BaseCommand):
             return text
         folder = str(Path(text).expanduser().resolve())
         allowed = [str(p) for p in encoders.allowed_dirs()]
-        if getattr(settings, "ZOO_ENCODER_DIRS", None) is not None:
-            settings.ZOO_ENCODER_DIRS = [*allowed, folder]
-        else:
-            os.environ["ZOO_ENCODER_DIRS"] = os.pathsep.join([*allowed, folder])
+        settings.ZOO_ENCODER_DIRS = [*allowed, folder]
         return folder
