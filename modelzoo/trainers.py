@@ -80,7 +80,9 @@ class CeleryTrainer(Trainer):
 
         if app.conf.task_always_eager:  # no broker: the embedded default runs jobs inline
             return InProcessTrainer().train(job, root, progress, notice)
-        result = app.AsyncResult(job.id)
+        # A backend made from the configuration now, not the app's cached one: a process whose configuration
+        # changed after its first job (tests; a worker re-pointed) would otherwise read results elsewhere forever.
+        result = app.AsyncResult(job.id, backend=app._get_backend())
         if result.state == "PENDING" and self._queued(job.id):
             say(notice, f"the training job {job.id} is still queued on {self.queue!r}: waiting for it again")
         elif result.state in ("PENDING", "FAILURE", "REVOKED"):  # never sent, lost, or an earlier attempt failed:
