@@ -174,11 +174,9 @@ def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: Trai
     `zoo.device.resolve`); returns the mean loss of the last epoch. On a GPU the model is moved there and stays
     (`save_artifact` writes CPU tensors); on the CPU the loop is the one it always was."""
     where = the_device(device)
-    if where.type == "cpu":
-        return _fit_cpu(model, tokenizer, features, spec, progress)
     model.to(where)
-    mixed = Precision(where)
-    batch_size = devices.batch_size_for(where, spec.batch_size, parameter_count(model))
+    mixed = Precision(where)  # on the CPU: float32, backward, clipping and the step as the loop always did
+    batch_size = devices.batch_size_for(where, spec.batch_size, parameter_count(model))  # CPU: the asked size
     generator = torch.Generator().manual_seed(spec.seed)
     target_keys = get_head(spec.head).target_keys
     per_epoch = (len(features) + batch_size - 1) // batch_size
@@ -195,38 +193,13 @@ def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: Trai
                 loss = model(**devices.to_device(batch, where)).loss
             mixed.step(loss, model.parameters(), optimizer)
             scheduler.step(), optimizer.zero_grad(set_to_none=True)
-            step, recent = step + 1, (recent + [loss.detach()])[-per_epoch:]
+            # a GPU keeps the losses as tensors (no synchronisation per step); the CPU reads each at once
+            value = loss.item() if where.type == "cpu" else loss.detach()
+            step, recent = step + 1, (recent + [value])[-per_epoch:]
             if progress:
                 progress(step, total, {"loss": float(sum(recent) / len(recent))})
     model.eval()
     return round(float(sum(recent) / len(recent)), 4)
-
-
-def _fit_cpu(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: TrainSpec,
-             progress: Progress | None) -> float:
-    """The CPU loop, as it always was (float32, the asked batch size)."""
-    generator = torch.Generator().manual_seed(spec.seed)
-    target_keys = get_head(spec.head).target_keys
-    per_epoch = (len(features) + spec.batch_size - 1) // spec.batch_size
-    total = per_epoch * spec.epochs
-    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.lr, weight_decay=spec.weight_decay)
-    scheduler = linear_schedule(optimizer, int(total * spec.warmup), total)
-    model.train()
-    step, recent = 0, []
-    for _ in range(spec.epochs):
-        order = torch.randperm(len(features), generator=generator).tolist()
-        for b in range(per_epoch):
-            batch = collate(tokenizer, [features[i] for i in order[b * spec.batch_size:(b + 1) * spec.batch_size]],
-                            target_keys)
-            loss = model(**batch).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step(), scheduler.step(), optimizer.zero_grad()
-            step, recent = step + 1, (recent + [loss.item()])[-per_epoch:]
-            if progress:
-                progress(step, total, {"loss": sum(recent) / len(recent)})
-    model.eval()
-    return round(sum(recent) / len(recent), 4)
 
 
 def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
