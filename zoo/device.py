@@ -99,6 +99,15 @@ def to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
     return {k: v.to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
+def to_cpu(output: Any) -> Any:
+    """A model output with its tensors on the CPU (decoding and explanations read them there)."""
+    if isinstance(output, torch.Tensor):
+        return output.cpu()
+    if hasattr(output, "items"):
+        return type(output)(**{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in output.items()})
+    return output
+
+
 def memory_gb(device: torch.device) -> float | None:
     """Total memory of a GPU in GiB (None on the CPU): sizes batches and token budgets."""
     if device.type != "cuda":

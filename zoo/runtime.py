@@ -82,15 +82,6 @@ def accepted_inputs(model: torch.nn.Module) -> tuple[str, ...]:
     return tuple(names)
 
 
-def to_cpu(output: Any) -> Any:
-    """A model output with its tensors on the CPU (decoding and explanations read them there)."""
-    if isinstance(output, torch.Tensor):
-        return output.cpu()
-    if hasattr(output, "items"):
-        return type(output)(**{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in output.items()})
-    return output
-
-
 class Predictor:
     """One loaded model. Calls are serialised by a lock: explanations hook the embedding layer.
 
@@ -172,7 +163,7 @@ class Predictor:
             if self.device.type == "cpu":
                 output = self.model(**self.model_args(encoding))
             else:
-                output = to_cpu(self.forward_amp(self.model_args(encoding)))
+                output = _device.to_cpu(self.forward_amp(self.model_args(encoding)))
             return self.spec.decode(encoding, output, inputs, self.labels)
 
     def forward_amp(self, args: dict[str, torch.Tensor]) -> Any:

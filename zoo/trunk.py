@@ -387,15 +387,6 @@ def _precision(predictor: Any, dtype: torch.dtype | None) -> contextlib.Abstract
     return precision.autocast(dtype)
 
 
-def _on_cpu(output: Any) -> Any:
-    """A model output with its tensors on the CPU (decoding reads them there)."""
-    if isinstance(output, torch.Tensor):
-        return output.cpu()
-    if hasattr(output, "items"):
-        return type(output)(**{k: v.cpu() if isinstance(v, torch.Tensor) else v for k, v in output.items()})
-    return output
-
-
 class SharedEnsemble(list):
     """The members (runtime.Predictor, in order) of one ensemble, with the trunks they share. A list of the
     predictors, so that it goes wherever a list of members goes (`explain.explain_ensemble`)."""
@@ -496,5 +487,5 @@ class SharedEnsemble(list):
             return {m: [r[m][0] for r in rows] for m in asked}
         outputs = self.forward(group, lead.model_args(encoding), asked, pool)
         if getattr(lead, "device", torch.device("cpu")).type != "cpu":
-            outputs = {m: _on_cpu(o) for m, o in outputs.items()}
+            outputs = {m: _device.to_cpu(o) for m, o in outputs.items()}
         return {m: self[m].spec.decode(encoding, outputs[m], inputs, self[m].labels) for m in asked}
