@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from django.conf import settings as django_settings
 
 from modelzoo.models import ModelVersion
 from rounds.models import PipelineRun, PipelineStep
+from tests.annotation.test_celery_worker import stop  # the same real-worker teardown
 from tests.factories import TaskFactory, UserFactory
 from tests.rounds.conftest import FAST_PIPELINE, fill_task
 from zoo.data import LabelledSet
@@ -80,16 +80,6 @@ def start_worker(queue: str, default_queue: str, store: Path, log: Path) -> subp
         time.sleep(0.2)
     assert process.poll() is None and b"ready." in log.read_bytes(), log.read_text()
     return process
-
-
-def stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
 
 
 def forget_backend(app):
