@@ -187,6 +187,7 @@ INSTALLED_APPS = [
     "exports",
     "rounds",
     "crowd",
+    "chat",
 ]
 
 MIDDLEWARE = [

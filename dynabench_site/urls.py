@@ -16,6 +16,7 @@ api_patterns = [
     path("", include("modelzoo.api_urls")),
     path("", include("exports.api_urls")),
     path("", include("rounds.api_urls")),
+    path("", include("chat.api_urls")),
 ]
 
 urlpatterns = [
@@ -34,6 +35,7 @@ urlpatterns = [
     path("", include("exports.urls")),
     path("", include("rounds.urls")),
     path("", include("crowd.urls")),
+    path("", include("chat.urls")),
 ]
 
 # Errors in the site's layout (Django calls these only when DEBUG is false; `pages.DomainErrorMiddleware`

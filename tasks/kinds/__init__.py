@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from tasks.kinds.base import InputError, TaskConfig, TaskKind
+from tasks.kinds.chat import ChatKind
 from tasks.kinds.classification import ClassificationKind
 from tasks.kinds.hate_speech import HateSpeechKind
 from tasks.kinds.nli import NLIKind
@@ -17,7 +18,7 @@ from tasks.kinds.sentiment import SentimentKind
 from zoo.registry import Registry
 
 KINDS: Registry[TaskKind] = Registry("task kind")
-for _kind in (SentimentKind(), NLIKind(), HateSpeechKind(), QAKind(), ClassificationKind()):
+for _kind in (SentimentKind(), NLIKind(), HateSpeechKind(), QAKind(), ClassificationKind(), ChatKind()):
     KINDS.register(_kind.name, _kind)
 
 

@@ -363,6 +363,13 @@ class TaskKind(ABC):
     # share of the encoder fine-tuned for sentence pairs; read by modelzoo.ensemble_training.default_recipe.
     recipe_defaults: ClassVar[dict[str, Any]] = {}
     answer_is_span: ClassVar[bool] = False
+    # The verdict seam (docs/ARCHITECTURE.md, "The verdict"): who answers an example — the round's encoder
+    # "ensemble", or "language_models" (the chat kind's blinded targets) — and who judges a failure — a "rule"
+    # (`is_fooled`: the label, QA's F1) or "people" (the writer's claim, confirmed by validators). A generative
+    # kind has no encoder head and no retraining between rounds.
+    generative: ClassVar[bool] = False
+    answered_by: ClassVar[str] = "ensemble"
+    judged_by: ClassVar[str] = "rule"
     config_class: ClassVar[type[TaskConfig]]
     metrics: ClassVar[tuple[str, ...]]
 

@@ -16,6 +16,9 @@ PASSAGE = "The Eiffel Tower was completed in 1889 and it stands in Paris, France
 
 def test_every_task_kind_names_a_registered_head():
     for kind in KINDS.values():
+        if kind.generative:  # language models answer (the chat kind): no encoder head
+            assert kind.head == ""
+            continue
         assert get_head(kind.head).name == kind.head
 
 

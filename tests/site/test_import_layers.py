@@ -27,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ["accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
-        "torchserve"]
+        "torchserve", "chat"]
 LIBRARY = "zoo"  # below every app and the kernel
 DJANGO = ("django", "rest_framework", "celery", "kombu", "channels")
 KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", "dynabench_site.celery",
@@ -36,17 +36,21 @@ KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", 
           "dynabench_site.textdata", "dynabench_site.health", "dynabench_site.health_tags",
           "dynabench_site.access_cache"]
 FORBIDDEN = {
-    "accounts": {"tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research"},
-    "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research"},
-    "modelzoo": {"annotation", "validation", "exports", "crowd", "rounds", "hardness", "research"},
-    "hardness": {"annotation", "validation", "exports", "crowd", "rounds", "research"},
-    "annotation": {"validation", "exports", "crowd", "rounds", "hardness", "research"},
-    "validation": {"modelzoo", "hardness", "exports", "crowd", "rounds", "research"},
+    "accounts": {"tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
+                 "chat"},
+    "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research", "chat"},
+    "modelzoo": {"annotation", "validation", "exports", "crowd", "rounds", "hardness", "research", "chat"},
+    "hardness": {"annotation", "validation", "exports", "crowd", "rounds", "research", "chat"},
+    "annotation": {"validation", "exports", "crowd", "rounds", "hardness", "research", "chat"},
+    "validation": {"modelzoo", "hardness", "exports", "crowd", "rounds", "research", "chat"},
+    # chat (conversations with language models, their judgements, the arena) sits beside annotation: it calls
+    # models through modelzoo's providers and may use validation's statistics; exports and rounds read it
+    "chat": {"annotation", "exports", "crowd", "rounds", "hardness", "research"},
     "exports": {"modelzoo", "hardness", "crowd", "rounds", "research"},
-    "crowd": {"modelzoo", "hardness", "exports", "rounds", "research"},
+    "crowd": {"modelzoo", "hardness", "exports", "rounds", "research", "chat"},
     "rounds": {"research"},
     "torchserve": {"accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd",
-                   "rounds", "research"},
+                   "rounds", "research", "chat"},
 }
 
 

@@ -78,6 +78,7 @@ class World:
     quiz_item: int = 0
     extra_ensemble: int = 0
     suggestion: int = 0  # the annotator's request to the writing assistant
+    chat: Any = None  # the chat task's world (tests/chat/matrix: ChatWorld)
 
 
 @dataclass(frozen=True)
@@ -367,6 +368,13 @@ ROWS: list[Row] = [
 ]
 
 
+import sys as _sys  # noqa: E402
+
+from tests.chat import matrix as chat_matrix  # noqa: E402
+
+ROWS += chat_matrix.rows(_sys.modules[__name__])  # the chat kind's routes (tests/chat/matrix)
+
+
 # --- the world every row acts on ---------------------------------------------------------------------
 
 
@@ -403,9 +411,11 @@ def build_world() -> World:
                                            error="The writing assistant is off for this task.")
     world = World(task, hidden, round_, people, example, rejected, decided, run, upload, batch, quiz,
                   quiz.items.get().pk, ensemble.pk, suggestion.pk)
-    guidelines.publish(task, "Be kind.", by=people["owner"])
-    for user in people.values():  # everyone has read them: the guidelines rule is not what this matrix tests
-        guidelines.acknowledge(user, task, 1)
+    world.chat = chat_matrix.build(people)
+    for shown in (task, world.chat.task):
+        guidelines.publish(shown, "Be kind.", by=people["owner"])
+        for user in people.values():  # everyone has read them: the guidelines rule is not what this matrix tests
+            guidelines.acknowledge(user, shown, 1)
     return world
 
 

@@ -362,7 +362,7 @@ def test_every_kinds_settings_offer_exactly_the_registries_names(kind):
     from tests.factories import TaskFactory
     from zoo.llm import PROVIDERS
 
-    assert set(registry("task kinds")) == {"sentiment", "nli", "hate_speech", "qa", "classification"}
+    assert set(registry("task kinds")) == {"sentiment", "nli", "hate_speech", "qa", "classification", "chat"}
     task = TaskFactory(slug=f"reg-{kind.replace('_', '-')}", kind=kind)
     impl = task.kind_impl
     scores = choices.SPAN_SEEDING_SCORES if impl.answer_is_span else choices.SEEDING_SCORES

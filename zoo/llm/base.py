@@ -82,6 +82,12 @@ class Provider(ABC):
         model continues (a list it extends by one item; servers that cannot continue an answer reply anew);
         the texts returned never include it. `stop`: strings that end a completion."""
 
+    def converse(self, turns: list[dict[str, str]], *, system: str = "", max_tokens: int = 96,
+                 temperature: float = 0.7, seed: int | None = None) -> Generation:
+        """The next answer in a conversation: `turns` are {"role": "user" | "assistant", "content"} in order,
+        ending with the user's message; one text comes back (the chat kind's targets)."""
+        raise ProviderError(f"the {self.name} provider cannot hold a conversation", kind="config")
+
     @abstractmethod
     def score(self, user: str, continuations: list[str], *, system: str = "") -> Scores:
         """log P(continuation | the chat turn, as the start of the assistant's answer), one per continuation."""

@@ -43,6 +43,22 @@ def generate_request(user: str, system: str, max_tokens: int, temperature: float
     return body
 
 
+def converse_request(turns: list[dict[str, str]], system: str, max_tokens: int, temperature: float,
+                     seed: int | None) -> dict[str, Any]:
+    """A multi-turn request: `turns` alternate user and assistant, ending with the user's message."""
+    if not turns or turns[-1].get("role") != "user":
+        raise ProviderError("a conversation must end with the user's message", kind="config")
+    if any(t.get("role") not in ("user", "assistant") or not isinstance(t.get("content"), str) for t in turns):
+        raise ProviderError("conversation turns are user or assistant messages with text", kind="config")
+    messages_ = ([{"role": "system", "content": system}] if system else []) + [
+        {"role": t["role"], "content": t["content"]} for t in turns]
+    body: dict[str, Any] = {"messages": messages_, "max_tokens": int(max_tokens), "temperature": float(temperature),
+                            "top_p": 0.95}
+    if seed is not None:
+        body["seed"] = int(seed)
+    return body
+
+
 def without_prefix(texts: list[str], prefix: str) -> list[str]:
     """The continuations alone: a server that continues the answer may return it whole, prefix included."""
     if not prefix:

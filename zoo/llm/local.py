@@ -145,6 +145,14 @@ class LocalProvider(Provider):
                       seconds=seconds, calls=len(responses))
         return Generation(texts=texts, model=self.model, usage=usage)
 
+    def converse(self, turns: list[dict[str, str]], *, system: str = "", max_tokens: int = 96,
+                 temperature: float = 0.7, seed: int | None = None) -> Generation:
+        server = self._engine()
+        started = time.perf_counter()
+        response = self._call(server, chat.converse_request(turns, system, max_tokens, temperature, seed))
+        texts = chat.text_of(response)
+        return Generation(texts=texts[:1], model=self.model, usage=chat.usage_of(response, time.perf_counter() - started))
+
     def score(self, user: str, continuations: list[str], *, system: str = "") -> Scores:
         server = self._engine()
         started = time.perf_counter()

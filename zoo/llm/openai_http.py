@@ -160,6 +160,15 @@ class OpenAIProvider(Provider):
         usage.seconds = time.perf_counter() - started
         return Generation(texts=chat.without_prefix(texts, prefix)[:n], model=self._model, usage=usage)
 
+    def converse(self, turns: list[dict[str, str]], *, system: str = "", max_tokens: int = 96,
+                 temperature: float = 0.7, seed: int | None = None) -> Generation:
+        started = time.perf_counter()
+        answer, calls = self._post("/chat/completions", chat.converse_request(turns, system, max_tokens, temperature,
+                                                                             seed))
+        usage = chat.usage_of(answer, 0, calls)
+        usage.seconds = time.perf_counter() - started
+        return Generation(texts=chat.text_of(answer)[:1], model=self._model, usage=usage)
+
     def score(self, user: str, continuations: list[str], *, system: str = "") -> Scores:
         started = time.perf_counter()
         answer, calls = self._post("/chat/completions", chat.score_request(user, system))
