@@ -72,7 +72,7 @@ class ChatDatasetView(TaskScopedMixin, APIView):
             return _attachment(HttpResponse(exports.card(round_), content_type="text/markdown; charset=utf-8"),
                                f"{prefix}-README.md")
         if dataset == BUNDLE:
-            spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)
+            spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115 (FileResponse closes it)
             exports.write_bundle(round_, spool)
             spool.seek(0)
             return _attachment(FileResponse(spool, content_type="application/zip"), f"{prefix}-chat.zip")

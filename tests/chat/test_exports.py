@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from chat import exports
-from crowd import members
 from chat.models import Conversation, Failure, Judgement, Message, Preference, Rating
+from crowd import members
 from exports import access as exports_access
 from exports.models import DatasetSnapshot
 from tasks import roles
