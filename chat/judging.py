@@ -411,12 +411,13 @@ def decide(user, failure: Failure, verdict: Any, category: Any = None, rating: A
 
 def alpha_interval(units: Iterable[Iterable[float]]) -> float | None:
     """Krippendorff's alpha (interval metric) of ratings; each unit is the ratings its judges gave. Units with one
-    rating carry no information about agreement and are left out; None when nothing is left or nothing varies
+    rating carry no information about agreement and are left out; None with fewer than two units left (one unit's
+    disagreement is all the variation there is: alpha would be 0 whatever the judges said) or when nothing varies
     (alpha is undefined then). Computed by the `krippendorff` package."""
     pairable = [list(u) for u in units]
     pairable = [u for u in pairable if len(u) >= 2]
     values = sorted({v for u in pairable for v in u})
-    if not pairable or len(values) < 2:
+    if len(pairable) < 2 or len(values) < 2:
         return None
     index = {v: n for n, v in enumerate(values)}
     counts = np.zeros((len(pairable), len(values)))
