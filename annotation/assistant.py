@@ -276,10 +276,10 @@ def _scored(task: Task, suggestion: Suggestion, texts: list[str]) -> list[dict[s
         log.warning("suggestion %s: scoring the candidates failed: %s", suggestion.pk, exc)
         return [{"text": t, "models_disagree": None, "verdict_error": "the models could not score it now"}
                 for t in texts]
-    # Whether the models' answer differs from the label asked for, by the kind's own rule: not a fool, since no
-    # person has checked that the text has that label (a small model often writes another); the page says so.
-    return [{"text": text, "models_disagree": scoring.is_fooled(task, suggestion.target, v["ensemble"]),
-             "ensemble_prediction": v["ensemble"], "model_predictions": v["models"]}
+    # Whether the models' answer differs from the label asked for, by the kind's own rule (the verdict seam): not a
+    # fool, since no person has checked that the text has that label (a small model often writes another); the page
+    # says so, and the flag is named for it.
+    return [{"text": text, **scoring.verdict_of(task, suggestion.target, v).record(flag="models_disagree")}
             for text, v in zip(texts, verdicts, strict=True)]
 
 

@@ -226,21 +226,22 @@ def _by_key(user, task: Task, key: str) -> Example | None:
 
 
 def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
-    """Validate and score a would-be example without storing anything (BackendError propagates)."""
+    """Validate and score a would-be example without storing anything (BackendError propagates). The verdict is
+    decided and shaped as a stored one (`scoring.verdicts.verdict_of`, the verdict seam), the opponent's row
+    included."""
     clean = clean_submission(task, sub)
-    verdict = scoring.predict(clean.round, [clean.model_input], explain=True)[0]  # nothing is stored: map now
+    predicted = scoring.predict(clean.round, [clean.model_input], explain=True)[0]  # nothing is stored: map now
     rival = opponent.verdict_entry(task, clean.model_input, clean.target)  # the opponent's row, as in a verdict
+    verdict = scoring.verdict_of(task, clean.target, predicted, rival)
     return {
         "sandbox": True,
         "round": clean.round.number,
         "context_id": clean.context.pk if clean.context else None,
         "input": clean.input,
         "target": clean.target,
-        "fooled": scoring.is_fooled(task, clean.target, verdict["ensemble"]),
-        "ensemble_prediction": verdict["ensemble"],
-        "model_predictions": [*verdict["models"], *([rival] if rival else [])],
-        "explanation": verdict.get("explanation"),
-        "model_versions": verdict["model_versions"],
+        **verdict.record(),
+        "explanation": predicted.get("explanation"),
+        "model_versions": predicted["model_versions"],
     }
 
 

@@ -38,7 +38,7 @@ from django.db.models import Max
 from modelzoo import data, intervals
 from modelzoo.llm import provider_for
 from modelzoo.models import Evaluation, ModelMeasurement, ModelVersion
-from tasks.kinds import is_fooled
+from tasks.kinds import decide
 from zoo.data import LabelledSet
 from zoo.llm.base import ProviderError
 from zoo.llm.opponent import LLMClassifier, accuracy, fit_offsets
@@ -156,7 +156,7 @@ def verdict_entry(task, model_input: dict[str, str], target: Any,
     except Exception as exc:  # noqa: BLE001 - an opponent never fails a verdict
         log.exception("LLM opponent %s failed", version.pk)
         return {**row, "prediction": None, "left_out": f"it failed ({type(exc).__name__})"}
-    fooled = is_fooled(task, target, prediction)
+    fooled = decide(task, target, prediction).fooled  # the verdict seam, on this model's answer alone
     return {**row, "prediction": prediction, "fooled": fooled, "seconds": round(time.perf_counter() - started, 3)}
 
 

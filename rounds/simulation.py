@@ -38,7 +38,7 @@ from modelzoo.services import active_members, predict_with
 from rounds import services
 from rounds.models import PipelineRun
 from tasks import guidelines, roles
-from tasks.kinds import is_fooled
+from tasks.kinds import decide
 from tasks.models import Context, Task, payload_hash
 from validation.queue import claim_next
 from validation.services import submit_vote
@@ -440,7 +440,7 @@ def ensemble_errors(task: Task, members: Sequence[ModelVersion], rows: Sequence[
     kind, config = task.kind_impl, task.typed_config
     inputs = [kind.model_input(config, r.context, kind.clean_input(config, r.context, r.input)) for r in rows]
     predictions = predict_with(list(members), inputs)
-    return [int(is_fooled(task, kind.clean_target(config, r.context, r.target), p))
+    return [int(bool(decide(task, kind.clean_target(config, r.context, r.target), p).fooled))
             for r, p in zip(rows, predictions, strict=True)]
 
 

@@ -9,11 +9,11 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation.models import Example
-from annotation.scoring import is_fooled
 from modelzoo import opponent, services
 from modelzoo.models import Evaluation
 from rounds.evaluation import evaluate_everything
 from rounds.leaderboard import leaderboard
+from tasks.kinds import is_fooled
 from tests.annotation.conftest import make_task
 from tests.factories import ExampleFactory, LabeledItemFactory
 from tests.llm.endpoints import down_endpoint

@@ -265,7 +265,7 @@ def test_a_workers_job_scores_what_is_queued_in_one_forward_pass(queued, monkeyp
              for pk in ids}
     passes, maps = [], []
     real_predict = scoring.predict
-    monkeypatch.setattr(scoring, "predict", lambda r, inputs, **kw: passes.append(len(inputs)) or real_predict(r, inputs, **kw))
+    monkeypatch.setattr(scoring.batching, "predict", lambda r, inputs, **kw: passes.append(len(inputs)) or real_predict(r, inputs, **kw))
     monkeypatch.setattr(jobs, "enqueue_map", lambda pk, asked=False: maps.append(pk))
     assert jobs.score_example.run(ids[0]) == "scored"  # a worker's job: not eager, so it gathers
     assert passes == [3]

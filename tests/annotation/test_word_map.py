@@ -43,12 +43,12 @@ def test_a_failing_map_never_touches_the_verdict_and_can_be_asked_for_again(writ
     task, round, context = sentiment
     deploy(round)
     settings.EXPLANATION_MAX_RETRIES = 2
-    real = scoring.explain_verdict
+    real = scoring.maps.explain_verdict
 
     def down(*args, **kwargs):
         raise BackendError("model server unreachable (connection refused)", retryable=True)
 
-    monkeypatch.setattr(scoring, "explain_verdict", down)
+    monkeypatch.setattr(scoring.maps, "explain_verdict", down)
     data = submit(writer_api, task, context)
     assert data["scoring_state"] == "scored" and isinstance(data["fooled"], bool)  # the verdict is there
     assert data["explanation_state"] == "pending" and "unreachable" in data["explanation_error"]
@@ -59,7 +59,7 @@ def test_a_failing_map_never_touches_the_verdict_and_can_be_asked_for_again(writ
     assert data["explanation_state"] == "unavailable" and data["explanation"] is None
     assert data["scoring_state"] == "scored" and data["ensemble_prediction"]
 
-    monkeypatch.setattr(scoring, "explain_verdict", real)  # the server is back: the writer asks again
+    monkeypatch.setattr(scoring.maps, "explain_verdict", real)  # the server is back: the writer asks again
     data = writer_api.post(data["links"]["word_map"]).data
     assert data["explanation_state"] == "ready" and data["explanation"]["words"]
     assert data["explanation_error"] == ""
@@ -115,8 +115,8 @@ def test_a_map_whose_writer_has_moved_on_is_dropped_before_it_runs_and_computed_
     second = writer_api.post(f"/api/tasks/{task.slug}/examples/", body, format="json").data  # …while they write on
     assert first["explanation_state"] == second["explanation_state"] == "pending"
     computed = []
-    real = scoring.explain_verdict
-    monkeypatch.setattr(scoring, "explain_verdict", lambda *a, **k: computed.append(1) or real(*a, **k))
+    real = scoring.maps.explain_verdict
+    monkeypatch.setattr(scoring.maps, "explain_verdict", lambda *a, **k: computed.append(1) or real(*a, **k))
 
     assert scoring.explain_example(first["id"]) == scoring.Outcome.SUPERSEDED  # nobody is looking at it
     assert scoring.explain_example(second["id"]) == scoring.Outcome.MAPPED  # the one on their screen

@@ -34,7 +34,7 @@ KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", 
           "dynabench_site.settings", "dynabench_site.throttles", "dynabench_site.bodylimit", "dynabench_site.parsers",
           "dynabench_site.params", "dynabench_site.csvsafe", "dynabench_site.text", "dynabench_site.rendering",
           "dynabench_site.textdata", "dynabench_site.health", "dynabench_site.health_tags",
-          "dynabench_site.access_cache"]
+          "dynabench_site.access_cache", "dynabench_site.wake"]
 FORBIDDEN = {
     "accounts": {"tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
                  "chat"},
