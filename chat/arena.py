@@ -25,6 +25,7 @@ benchmark (bench/arena_recovery.py) and the unit tests call it directly:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 from collections import defaultdict
@@ -243,10 +244,25 @@ def _settings(stored: dict[str, Any], configured: Any) -> dict[str, Any]:
             "system_prompt_summary": _summary(prompt or ""), "temperature": temperature}
 
 
-def board(task, round_=None) -> dict[str, Any]:
-    """The arena of a chat task (all its rounds, or `round_` alone), as the page and the API show it."""
+def _cached_fit(models: list[str], comparisons: list[Comparison]) -> dict[str, dict[str, Any]]:
+    """The bootstrap (a few hundred fits) once per set of comparisons: the cache keys it by their fingerprint, so a
+    new choice is a new key and nothing goes stale. With the cache down, the fit is computed each time."""
     from django.core.cache import cache
 
+    key = "chat-arena:" + fingerprint(models, comparisons)
+    try:
+        fit = cache.get(key)
+    except Exception:  # noqa: BLE001 - the cache is down: compute, cache nothing
+        return bradley_terry(models, comparisons)
+    if fit is None:
+        fit = bradley_terry(models, comparisons)
+        with contextlib.suppress(Exception):  # the cache went down meanwhile: the next request fits again
+            cache.set(key, fit, CACHE_SECONDS)
+    return fit
+
+
+def board(task, round_=None) -> dict[str, Any]:
+    """The arena of a chat task (all its rounds, or `round_` alone), as the page and the API show it."""
     from chat.models import Conversation, Failure, Message, Preference, Rating
 
     config = task.typed_config.chat
@@ -292,15 +308,11 @@ def board(task, round_=None) -> dict[str, Any]:
     arena_models = [n for n in names if answered.get(n) or any(n in (c.a, c.b) for c in comparisons)
                     or n in {t.name for t in config.targets}]
     compared = [n for n in arena_models if any(n in (c.a, c.b) for c in comparisons)]
-    needed = comparisons_needed(len(compared))
+    needed = comparisons_needed(len(arena_models))  # every model of the arena is to be ranked
     enough = len(compared) >= 2 and len(comparisons) >= needed
     fit: dict[str, dict[str, Any]] = {}
     if enough:
-        key = "chat-arena:" + fingerprint(compared, comparisons)
-        fit = cache.get(key)
-        if fit is None:
-            fit = bradley_terry(compared, comparisons)
-            cache.set(key, fit, CACHE_SECONDS)
+        fit = _cached_fit(compared, comparisons)
 
     scores: dict[str, list[int]] = defaultdict(list)
     for target, score in (Rating.objects.filter(message__in=answers).values_list("message__target", "score")):

@@ -142,7 +142,8 @@ def chat_task(slug: str = "arena", scale: str = "pairwise", names=("helpful", "p
               **extra):
     targets = [{"name": n, "temperature": SETTINGS[n]["temperature"], "system_prompt": SETTINGS[n]["system_prompt"]}
                for n in names]
-    task = TaskFactory(slug=slug, name=f"{slug.title()} chat", kind="chat",
+    extra.setdefault("name", f"{slug.title()} chat")
+    task = TaskFactory(slug=slug, kind="chat",
                        config={"chat": {"scale": scale, "targets": targets}}, **extra)
     return task, RoundFactory(task=task, number=1)
 
