@@ -25,6 +25,7 @@ Queueing twice is harmless: the answer is written by whichever job finishes firs
 from __future__ import annotations
 
 import logging
+import re
 import time
 from datetime import datetime, timedelta
 from typing import Any
@@ -144,10 +145,10 @@ def _run(message_id: int) -> str:
                 continue
             template = UNAVAILABLE if exc.retryable else CONFIG if exc.kind == "config" else UNAVAILABLE
             _fail(message_id, template.format(slot=name, reason=_sentence(exc.message)),
-                  usage={"tries": tries, "job_s": round(time.perf_counter() - started, 3)})
+                  usage={**_counters(answer), "tries": tries, "job_s": round(time.perf_counter() - started, 3)})
             return "failed"
     text = usable(generation.texts[0] if generation.texts else "")
-    usage: dict[str, Any] = {**generation.usage.as_dict(), "tries": tries, "queued_s": round(queued_s, 3),
+    usage: dict[str, Any] = {**_counters(answer), **generation.usage.as_dict(), "tries": tries, "queued_s": round(queued_s, 3),
                              "job_s": round(time.perf_counter() - started, 3)}
     model = plain_text(generation.model)[:200]
     if not text:
@@ -158,10 +159,15 @@ def _run(message_id: int) -> str:
     return "ready" if written else "skipped"
 
 
+def _counters(answer: Message) -> dict[str, int]:
+    """How often the writer asked again (`retried`) and the sweep queued it again (`requeued`): kept in the usage."""
+    return {key: answer.usage[key] for key in ("retried", "requeued") if key in (answer.usage or {})}
+
+
 def usable(text: str) -> str:
     """A model's answer as it may be stored and shown: plain text (no markup, control or format characters), at most
     MAX_ANSWER_CHARS, passing the site's text rule; "" when nothing usable is left."""
-    text = plain_text(text).strip()
+    text = "\n".join(re.sub(r"[ ]{2,}", " ", line).strip() for line in plain_text(text).splitlines()).strip()
     if len(text) > MAX_ANSWER_CHARS:
         text = text[:MAX_ANSWER_CHARS].rsplit(" ", 1)[0] + "…"
     if not text or text_problem(text) is not None:
