@@ -51,10 +51,22 @@ def export_root() -> Path:
 def find_round(task: Task, number: str | int) -> Round:
     rounds = list(task.rounds.values_list("number", flat=True))
     try:
-        return task.rounds.get(number=int(number))
+        found = task.rounds.get(number=int(number))
     except (ValueError, Round.DoesNotExist):
         have = ", ".join(map(str, rounds)) or "none yet"
         raise ExportError(f"task {task.slug!r} has no round {quote(number)}; its rounds: {have}") from None
+    check_not_generative(found)
+    return found
+
+
+def check_not_generative(round: Round) -> None:
+    """A chat task's rounds are conversations, not examples: they have their own downloads (chat.exports_api), and
+    no splits or snapshots here."""
+    task = round.task
+    if task.kind_impl.generative:
+        raise ExportError(f"task {task.slug!r} is a {task.kind} task: its round {round.number} is downloaded from "
+                          f"/api/tasks/{task.slug}/rounds/{round.number}/chat/<dataset>/ (conversations, preferences, "
+                          "red-team, card or bundle; docs/chat/exports.md), and has no snapshots to publish")
 
 
 def check_formats(names: list[str] | tuple[str, ...]) -> list[str]:
@@ -150,6 +162,7 @@ def publish_snapshot(
     When the data files are identical to the latest version's, that version is returned instead
     (created = False): publishing twice without new validations makes no new version.
     """
+    check_not_generative(round)
     formats = check_formats(formats)
     if audience not in DatasetSnapshot.Audience.values:
         raise ExportError(f"unknown audience {quote(audience)}; choose one of: {', '.join(DatasetSnapshot.Audience.values)}")

@@ -131,6 +131,7 @@ def warm_process(tasks, skip_heads: set[str] = frozenset()) -> dict[str, float]:
 
     spent: dict[str, float] = {}
     in_process = get_backend().name == InProcessBackend.name  # elsewhere the model server holds the models
+    tasks = [task for task in tasks if not task.kind_impl.generative]  # no encoder head, no opponent
     for task in tasks if in_process else []:
         head = task.kind_impl.head
         if head in skip_heads or head in spent:
@@ -153,9 +154,12 @@ def warm_process(tasks, skip_heads: set[str] = frozenset()) -> dict[str, float]:
 
 
 def open_tasks() -> list:
+    """The tasks with an open round whose models are an encoder ensemble (a generative kind, chat, has no head to
+    warm and no opponent: its language models load on their first answer)."""
     from tasks.models import Task
 
-    return [task for task in Task.objects.filter(rounds__status="open").distinct().order_by("pk")]
+    return [task for task in Task.objects.filter(rounds__status="open").distinct().order_by("pk")
+            if not task.kind_impl.generative]
 
 
 def open_ensembles() -> list[Ensemble]:

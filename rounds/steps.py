@@ -60,6 +60,23 @@ def assign_splits(ctx: StepContext) -> dict[str, Any]:
     return {"rounds": counts}
 
 
+def generative(ctx: StepContext) -> bool:
+    """A generative kind (chat) has no encoder head: its models are the task's language model targets, which a round
+    neither retrains, evaluates, seeds nor deploys. Closing its round freezes it and opens the next, nothing else."""
+    return ctx.task.kind_impl.generative
+
+
+GENERATIVE_NOTE = ("a {kind} task's models are language models (its targets in the task's settings), not an encoder "
+                   "ensemble: nothing is {what}; change the targets in the task's settings to change what answers")
+
+
+def skip_generative(ctx: StepContext, what: str) -> dict[str, Any] | None:
+    if not generative(ctx):
+        return None
+    ctx.log(GENERATIVE_NOTE.format(kind=ctx.task.kind, what=what))
+    return {"skipped": "generative"}
+
+
 def live_members(ctx: StepContext) -> list[ModelVersion]:
     """The ensemble in the loop of the closing round (none before the first round)."""
     return active_members(ctx.run.from_round)
@@ -81,6 +98,8 @@ def wants_retraining(ctx: StepContext) -> bool:
 
 def retrain(ctx: StepContext) -> dict[str, Any]:
     target = next_round(ctx)
+    if (skipped := skip_generative(ctx, f"retrained: round {target.number} keeps the same targets")) is not None:
+        return {**skipped, "versions": []}
     live = live_members(ctx)
     if live and not wants_retraining(ctx) and (new := new_training_rows(ctx, live)) == 0:
         ctx.log(f"no new training data: round {ctx.run.from_round.number} has no example in its train split and no "
@@ -95,6 +114,8 @@ def retrain(ctx: StepContext) -> dict[str, Any]:
 
 
 def evaluate(ctx: StepContext) -> dict[str, Any]:
+    if (skipped := skip_generative(ctx, "evaluated on test sets (the arena ranks the targets)")) is not None:
+        return skipped
     target = next_round(ctx)
     members = _members(ctx)
     return evaluation.evaluate_everything(ctx.task, {target.number: members}, ctx.log, ctx.progress)
@@ -109,6 +130,8 @@ def compare(ctx: StepContext) -> dict[str, Any]:
     tolerance on any set of at least `datasets.MIN_TEST_SIZE` rows, the run stops at "awaiting approval" until
     an owner approves (deploy it) or discards it (the next round keeps the live ensemble). A smaller set is shown
     in the comparison, flagged, and decides nothing."""
+    if (skipped := skip_generative(ctx, "compared")) is not None:
+        return skipped
     run, target = ctx.run, next_round(ctx)
     live, members = live_members(ctx), _members(ctx)
     if not live:
@@ -161,6 +184,8 @@ def _points(delta: float | None) -> str:
 
 
 def seed(ctx: StepContext) -> dict[str, Any]:
+    if (skipped := skip_generative(ctx, "seeded by hardness (it scores contexts with the encoder ensemble)")):
+        return {**skipped, "seeds": 0}
     target = next_round(ctx)
     k = ctx.options.k
     if k == 0:
@@ -172,6 +197,8 @@ def seed(ctx: StepContext) -> dict[str, Any]:
 
 
 def deploy(ctx: StepContext) -> dict[str, Any]:
+    if (skipped := skip_generative(ctx, "deployed")) is not None:
+        return {**skipped, "ensemble": []}
     target = next_round(ctx)
     members = _members(ctx)
     ids = [v.pk for v in members]

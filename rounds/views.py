@@ -131,8 +131,15 @@ def upload_action(request, pk: int, action: str):
     return redirect(back_url(request, reverse("rounds-console-rounds", args=[upload.task.slug])))
 
 
+def arena_instead(task: Task):
+    """A generative (chat) task has no encoder models to rank on test sets: its targets are ranked in the arena."""
+    return redirect("chat-arena", slug=task.slug) if task.kind_impl.generative else None
+
+
 def leaderboard_page(request, slug: str):
     task = task_for(request, slug)
+    if (arena := arena_instead(task)) is not None:
+        return arena
     can_manage = roles.can_manage(request.user, task)
     form = DynascoreForm(request.POST or None, initial=task.typed_config.dynascore.model_dump())
     if request.method == "POST":
@@ -151,6 +158,8 @@ def leaderboard_page(request, slug: str):
 
 def dashboard_page(request, slug: str):
     task = task_for(request, slug)
+    if (arena := arena_instead(task)) is not None:
+        return arena
     data = dashboard.dashboard(task, whole_number(request.GET.get("round"), "round"))
     return render(request, "rounds/dashboard.html", {"task": task, "data": data, "charts": dashboard.charts(data),
                                                      "round_over_round": dashboard.round_over_round(task)})
@@ -159,6 +168,10 @@ def dashboard_page(request, slug: str):
 @login_required
 def model_upload(request, slug: str):
     task = task_for(request, slug, roles.RESEARCHER)
+    if task.kind_impl.generative:
+        messages.info(request, "A chat task's models are the language models in its settings: uploaded encoder models "
+                               "have nothing to answer here. Its targets are ranked in the arena.")
+        return arena_instead(task)
     form = UploadForm(request.POST or None)
     errors: list[str] = []
     if request.method == "POST" and (too_large := bodylimit.refusal(request)):  # stopped at the cap: nothing stored

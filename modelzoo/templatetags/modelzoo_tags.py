@@ -22,6 +22,8 @@ register = template.Library()
 def training_state(task) -> dict[str, Any]:
     """{"ready": bool, "training": [versions], "percent": int | None} for the task's open round."""
     round_ = task.current_round
+    if task.kind_impl.generative:  # a chat task's models are language models: nothing to train or deploy
+        return {"ready": round_ is not None, "training": [], "percent": None}
     if round_ is None or services.active_ensemble(round_) is not None:
         return {"ready": round_ is not None, "training": [], "percent": None}
     training = list(ModelVersion.objects.filter(task=task, status=ModelVersion.Status.TRAINING).order_by("version"))

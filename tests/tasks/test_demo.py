@@ -10,8 +10,9 @@ from tasks.models import Context, LabeledItem, Task
 def test_demo_loads_four_tasks_with_open_rounds_and_data(capsys):
     call_command("load_demo")
     tasks = {t.slug: t for t in Task.objects.all()}
-    assert {t.kind for t in tasks.values()} == {"sentiment", "nli", "hate_speech", "qa"}
-    for task in tasks.values():
+    assert {t.kind for t in tasks.values()} == {"sentiment", "nli", "hate_speech", "qa", "chat"}
+    assert tasks["chat"].current_round.number == 1  # its recorded conversations: tests/chat/test_demo.py
+    for task in (t for t in tasks.values() if not t.kind_impl.generative):
         assert task.current_round.number == 1
         assert Context.objects.filter(task=task).count() >= 24
         assert LabeledItem.objects.filter(task=task, split="train").count() >= 48
@@ -54,7 +55,8 @@ def test_demo_tasks_have_guidelines_quizzes_and_qualified_accounts():
     for task in Task.objects.all():
         current = guidelines.current(task)
         assert current.version == 1 and "|" in current.text  # a table of worked examples
-        assert set(Quiz.objects.filter(task=task).values_list("role", flat=True)) == {"annotator", "validator"}
+        quizzes = set() if task.kind_impl.generative else {"annotator", "validator"}  # chat: no labelled quiz
+        assert set(Quiz.objects.filter(task=task).values_list("role", flat=True)) == quizzes
         assert all(q.items.count() >= 3 for q in Quiz.objects.filter(task=task))
         for name in ("annotator", "validator", "validator2", "validator3"):
             person = User.objects.get(username=name)
@@ -156,6 +158,6 @@ def test_base_data_from_data_dir_is_imported_as_train_items_only_when_asked(sett
 def test_without_base_data_files_the_demo_loads_on_its_vendored_samples(settings, tmp_path, capsys):
     settings.DATA_DIR = tmp_path / "missing"
     call_command("load_demo", "--base-data")
-    assert Task.objects.count() == 4
+    assert Task.objects.count() == 5
     assert not LabeledItem.objects.filter(collection__in=["snli-dev", "sst2-train-sample"]).exists()
     assert "no snli/dev.jsonl under DATA_DIR" in capsys.readouterr().out

@@ -72,6 +72,10 @@ class Command(BaseCommand):
         started = time.perf_counter()
         order = {slug: i for i, slug in enumerate(DEMO_TASKS)}
         tasks = sorted(Task.objects.filter(slug__in=o["tasks"]), key=lambda t: (order.get(t.slug, 99), t.slug))
+        for task in [t for t in tasks if t.kind_impl.generative]:  # a chat task: its models are language models
+            self.stdout.write(f"{task.slug}: a {task.kind} task answers with the language models of its settings; "
+                              "no encoder models to train")
+        tasks = [t for t in tasks if not t.kind_impl.generative]
         for task in tasks:  # a bad encoder is refused before anything trains
             try:
                 encoders.validate_encoder(o["encoder"], task, operator=True)

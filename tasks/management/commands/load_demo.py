@@ -1,5 +1,6 @@
-"""Load the demo: four tasks (one per kind), their contexts and labelled data, guidelines with worked
-examples, a short quiz per role (made by the crowd app on `demo_task_loaded`), and one account per persona
+"""Load the demo: five tasks (one per kind), their contexts and labelled data, guidelines with worked
+examples, a short quiz per role (made by the crowd app on `demo_task_loaded`), the chat task's recorded
+conversations (made by the chat app on the same signal), and one account per persona
 (three validators, so that verification, disputes and the expert queue can be tried at once with a demo
 quorum of two). The demo accounts hold their roles on every demo task already: no quiz needed.
 
@@ -170,17 +171,21 @@ class Command(BaseCommand):
         if data.get("guidelines") and guidelines.current(task) is None:
             guidelines.publish(task, data["guidelines"], by=people["owner"])
         self._qualify(task, people)
-        demo_task_loaded.send(sender=self.__class__, task=task, data=data)
         if not task.rounds.exists():
             open_next_round(task, description="Demo round 1")
+        demo_task_loaded.send(sender=self.__class__, task=task, data=data)  # after round 1 opens: the chat demo
         kind = data["kind"]
-        reports = [
-            import_lines(task, _lines(data["contexts"]), ImportSpec(target="contexts", source="demo")),
+        reports = [  # a chat task has no contexts nor labelled items: its recorded conversations come on the signal
+            import_lines(task, _lines(data["contexts"]), ImportSpec(target="contexts", source="demo"))
+            if data.get("contexts") else None,
             import_lines(task, _lines([_row(kind, i) for i in data["train"]]),
-                         ImportSpec(target="pool", collection="demo", split="train", source="demo")),
+                         ImportSpec(target="pool", collection="demo", split="train", source="demo"))
+            if data.get("train") else None,
             import_lines(task, _lines([_row(kind, i) for i in data["test"]]),
-                         ImportSpec(target="eval", collection="demo", split="test", source="demo")),
+                         ImportSpec(target="eval", collection="demo", split="test", source="demo"))
+            if data.get("test") else None,
         ]
+        reports = [report for report in reports if report is not None]
         if data["slug"] in SAMPLES:
             name, preset, collection = SAMPLES[data["slug"]]
             reports.append(import_lines(task, sample_lines(name), ImportSpec.from_preset(
