@@ -27,8 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import krippendorff
-import numpy as np
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q, QuerySet
 from django.urls import reverse
@@ -409,23 +407,32 @@ def decide(user, failure: Failure, verdict: Any, category: Any = None, rating: A
 # --- figures ---------------------------------------------------------------------------------------------------
 
 
+def _pair_squares(values: list[float]) -> float:
+    """The sum of (a - b)^2 over the ordered pairs of distinct positions: 2 (m sum v^2 - (sum v)^2)."""
+    m, total = len(values), sum(values)
+    return 2.0 * (m * sum(v * v for v in values) - total * total)
+
+
 def alpha_interval(units: Iterable[Iterable[float]]) -> float | None:
     """Krippendorff's alpha (interval metric) of ratings; each unit is the ratings its judges gave. Units with one
     rating carry no information about agreement and are left out; None with fewer than two units left (one unit's
     disagreement is all the variation there is: alpha would be 0 whatever the judges said) or when nothing varies
-    (alpha is undefined then). Computed by the `krippendorff` package."""
-    pairable = [list(u) for u in units]
+    (alpha is undefined then).
+
+    alpha = 1 - D_o / D_e (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability"), with the interval
+    difference (a - b)^2: D_o = (1/n) sum_u (1/(m_u - 1)) sum_{i != j in u} (v_i - v_j)^2 over the n pairable values,
+    D_e = 1/(n (n - 1)) sum_{i != j} (v_i - v_j)^2 over all of them. Written here rather than taken from the
+    `krippendorff` package, whose GPL-3.0 licence does not fit this project's dependencies; the test checks it on
+    the paper's worked example."""
+    pairable = [[float(v) for v in u] for u in units]
     pairable = [u for u in pairable if len(u) >= 2]
-    values = sorted({v for u in pairable for v in u})
-    if len(pairable) < 2 or len(values) < 2:
+    flat = [v for u in pairable for v in u]
+    if len(pairable) < 2 or len(set(flat)) < 2:
         return None
-    index = {v: n for n, v in enumerate(values)}
-    counts = np.zeros((len(pairable), len(values)))
-    for row, unit in enumerate(pairable):
-        for value in unit:
-            counts[row, index[value]] += 1
-    return round(float(krippendorff.alpha(value_counts=counts, value_domain=values,
-                                          level_of_measurement="interval")), 4)
+    n = len(flat)
+    observed = sum(_pair_squares(u) / (len(u) - 1) for u in pairable) / n
+    expected = _pair_squares(flat) / (n * (n - 1))
+    return round(1.0 - observed / expected, 4)
 
 
 def _share(successes: int, n: int) -> dict[str, Any]:
