@@ -80,6 +80,9 @@ def comparisons_needed(models: int) -> int:
 
 def _encode(models: Sequence[str], comparisons: Iterable[Comparison]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     index = {name: i for i, name in enumerate(models)}
+    unknown = {name for c in comparisons for name in (c.a, c.b)} - set(index)
+    if unknown:
+        raise ValueError(f"comparisons name models not in the list: {', '.join(sorted(unknown))}")
     rows = [(index[c.a], index[c.b], c.outcome) for c in comparisons if c.a != c.b]
     if not rows:
         return np.zeros(0, int), np.zeros(0, int), np.zeros(0)
