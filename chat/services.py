@@ -160,6 +160,15 @@ def _answer_of(user, message: Message) -> Message:
 # --- writing ----------------------------------------------------------------------------------------------------
 
 
+def lock(conversation_id: int) -> None:
+    """Begin a transaction's writes on a conversation by touching it: the row is locked until the commit (PostgreSQL),
+    and the database file's write lock is taken before anything is read (SQLite, the embedded default: a transaction
+    that read first and then writes while another wrote meanwhile fails at once with "database is locked", where
+    one that writes first waits its turn). Concurrent requests on one conversation are served one after the other."""
+    Conversation.objects.filter(pk=conversation_id).update(updated_at=timezone.now())
+
+
+
 def start(user, task: Task, rng=None) -> Conversation:
     """A new conversation of `user` on `task`'s open round, with its targets assigned and recorded."""
     config = chat_config(task)
@@ -183,7 +192,8 @@ def send(user, conversation: Conversation, raw: Any) -> tuple[Message, list[Mess
     config = task.typed_config
     text = task.kind_impl.clean_message(config, raw)
     with transaction.atomic():
-        locked = Conversation.objects.select_for_update().select_related("round__task").get(pk=conversation.pk)
+        lock(conversation.pk)
+        locked = Conversation.objects.select_related("round__task").get(pk=conversation.pk)
         refusal = why_not_send(locked, config.chat)
         if refusal is not None:
             raise Conflict(refusal, field="conversation")
@@ -195,7 +205,6 @@ def send(user, conversation: Conversation, raw: Any) -> tuple[Message, list[Mess
                                           # slider: the one answer is what the conversation goes on with
                                           chosen=locked.scale == Conversation.Scale.SLIDER)
                    for slot, name in enumerate(locked.targets)]
-        Conversation.objects.filter(pk=locked.pk).update(updated_at=timezone.now())
         for answer in answers:
             jobs.enqueue_answer(answer.pk)
     return message, answers
@@ -262,6 +271,7 @@ def prefer(user, conversation: Conversation, turn: Any, winner: Any, reason: Any
         raise Conflict("a tie needs both answers; one of them is not ready", field="winner")
     chosen = 0 if winner is None else winner
     with transaction.atomic():
+        lock(conversation.pk)
         preference, _ = Preference.objects.update_or_create(conversation=conversation, turn=turn, rater=user,
                                                             defaults={"winner_slot": winner, "reason": reason})
         Message.objects.filter(conversation=conversation, turn=turn, role=Message.Role.ASSISTANT).update(chosen=False)
@@ -279,7 +289,8 @@ def mark_failure(user, answer: Message, category: Any, reason: Any) -> Failure:
     category = task.kind_impl.clean_target(config, {}, category)
     reason = clean_text("reason", reason, MAX_REASON_CHARS)
     with transaction.atomic():
-        if Failure.objects.select_for_update().filter(message=answer).exists():
+        lock(answer.conversation_id)
+        if Failure.objects.filter(message=answer).exists():
             raise Conflict("this answer is already marked as failing; retract that mark first to change it",
                            field="message")
         return Failure.objects.create(message=answer, author=user, category=category, reason=reason)
