@@ -261,3 +261,58 @@ def test_a_hidden_chat_task_does_not_exist_for_researchers(chat_round):
     assert client.get("/api/tasks/chat/rounds/1/chat/conversations/").status_code == 404
     client.force_login(chat_round["owner"])
     assert client.get("/api/tasks/chat/rounds/1/chat/conversations/").status_code == 200
+
+
+def test_the_queries_do_not_grow_with_the_conversations(chat_round, django_assert_max_num_queries):
+    """Each dataset reads the round in batches with everything prefetched: the same few queries for 3 conversations
+    as for 40 (no query per conversation, message or judgement)."""
+    round_ = chat_round["round"]
+    writer = chat_round["writer"]
+    for n in range(40):
+        convo = Conversation.objects.create(round=round_, writer=writer, scale="pairwise", targets=["playful", "helpful"],
+                                            target_settings=SETTINGS)
+        a, _ = exchange(convo, 0, f"Question {n}?", ("playful", "Maybe!"), ("helpful", "No."), chosen=1)
+        Preference.objects.create(conversation=convo, turn=0, rater=writer, winner_slot=1)
+        failure = Failure.objects.create(message=a, author=writer, category="wrong", reason="Vague.")
+        Judgement.objects.create(failure=failure, judge=chat_round["owner"], verdict="confirmed")
+    for name in exports.DATASETS:
+        with django_assert_max_num_queries(8):
+            assert len(list(exports.rows(round_, name))) >= 40
+
+
+@pytest.mark.integration
+def test_a_large_round_exports_in_bounded_time_and_memory(chat_round, tmp_path):
+    """2,000 pairwise conversations of 3 turns (18,000 messages): the bundle is written in one pass of each file
+    (docs/chat/exports.md, "Figures": run with -s to see the time)."""
+    import time
+    import tracemalloc
+
+    round_, writer = chat_round["round"], chat_round["writer"]
+    convos = Conversation.objects.bulk_create(
+        Conversation(round=round_, writer=writer, scale="pairwise", targets=["playful", "helpful"],
+                     target_settings=SETTINGS) for _ in range(2000))
+    messages, preferences = [], []
+    for convo in convos:
+        for turn in range(3):
+            messages.append(Message(conversation=convo, turn=turn, role="user", text=f"Question {turn} " * 10))
+            messages += [Message(conversation=convo, turn=turn, role="assistant", slot=slot, target=target,
+                                 text=f"An answer from {target}. " * 8, state="ready", chosen=slot == 1)
+                         for slot, target in enumerate(convo.targets)]
+            preferences.append(Preference(conversation=convo, turn=turn, rater=writer, winner_slot=turn % 2))
+    Message.objects.bulk_create(messages, batch_size=2000)
+    Preference.objects.bulk_create(preferences, batch_size=2000)
+    started = time.perf_counter()
+    with open(tmp_path / "bundle.zip", "wb") as sink:
+        exports.write_bundle(round_, sink)
+    seconds = time.perf_counter() - started
+    tracemalloc.start()  # a second pass measures memory (tracing slows it down)
+    with open(tmp_path / "again.zip", "wb") as sink:
+        exports.write_bundle(round_, sink)
+    peak = tracemalloc.get_traced_memory()[1] / 2**20
+    tracemalloc.stop()
+    archive = zipfile.ZipFile(tmp_path / "bundle.zip")
+    pairs = archive.read("chat-round1-preferences.jsonl").splitlines()
+    assert len(pairs) == 6000 + 2  # and the fixture's two
+    print(f"\n2,002 conversations, {len(messages) + 15} messages: bundle in {seconds:.1f} s, "
+          f"{(tmp_path / 'bundle.zip').stat().st_size / 2**20:.1f} MiB zipped, peak Python memory {peak:.0f} MiB")
+    assert seconds < 120 and peak < 200
