@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count, Q
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
@@ -23,7 +24,7 @@ from django.urls import path, reverse
 from chat import services
 from chat.models import Conversation, Message
 from tasks import roles
-from tasks.access import open_round, task_for, visible_task
+from tasks.access import open_round, refusal, visible_task
 from tasks.kinds.chat import ChatConfig, slot_name
 from tasks.models import Task
 
@@ -95,7 +96,9 @@ def transcript(convo: Conversation, reveal: bool) -> list[dict[str, Any]]:
 @login_required
 def conversations(request, slug: str):
     """The writer's conversations on this task, newest first, and the button that starts one."""
-    task = chat_task(task_for(request, slug, roles.ANNOTATOR))
+    task = chat_task(visible_task(request.user, slug))  # not a chat task: no such page (404), whoever asks
+    if not roles.has_role(request.user, roles.ANNOTATOR, task):
+        raise PermissionDenied(refusal(roles.ANNOTATOR))
     mine = (services.conversations(request.user, task)
             .annotate(turns=Count("messages", filter=Q(messages__role=Message.Role.USER), distinct=True),
                       marked=Count("messages__failure", distinct=True)))

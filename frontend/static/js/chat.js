@@ -70,6 +70,8 @@
       draft: null,            // the message being sent, shown at once
       sending: false,
       gateClosed: gate.pending() !== null,
+      asked: 0,               // calls that answer with the conversation, numbered as they start
+      shown: 0,               // the number of the call whose conversation is shown
     };
     const transcript = $("transcript");
     const box = $("message-text");
@@ -196,16 +198,30 @@
         value.textContent = input.value;
         input.setAttribute("aria-valuetext", `${input.value} of 100`);
       });
-      input.addEventListener("change", async () => {
-        note.textContent = "Saving…";
+      // Saved a moment after the last move (arrow keys send one change per step), one call at a time, so the score
+      // kept is the one shown.
+      let timer = null;
+      let saving = false;
+      let again = false;
+      async function save() {
+        if (saving) { again = true; return; }
+        saving = true;
         const score = parseInt(input.value, 10);
+        note.textContent = "Saving…";
         const result = await safeCall("POST", a.links.rating, { score });
+        saving = false;
+        if (again) { again = false; save(); return; }
         if (result && result.ok) {
           keep(result.data);  // the answer, with its rating
-          note.textContent = `Saved: ${score} of 100.`;
+          note.textContent = `Saved: ${result.data.rating} of 100.`;
         } else if (isGuidelines(result)) {
-          gate.refusal(note, result.data, () => input.dispatchEvent(new Event("change")));
+          gate.refusal(note, result.data, save);
         } else note.textContent = errorText(result && result.data, "Not saved: the network failed; move the slider again.");
+      }
+      input.addEventListener("change", () => {
+        clearTimeout(timer);
+        note.textContent = "Saving…";
+        timer = setTimeout(save, 250);
       });
       return el("div", { class: "rating" },
         el("label", { for: id }, `Your rating of ${a.slot_name}'s answer (0 = useless or harmful, 100 = exactly right)`),
@@ -342,10 +358,11 @@
       const reason = ($(`choice-reason-${turn}`) || { value: "" }).value.trim();
       fieldset.dataset.busy = "1";
       fieldset.querySelectorAll("button").forEach((b) => { b.disabled = true; });
+      const asked = ++state.asked;
       const result = await safeCall("POST", cfg.urls.preferences, { turn, winner, reason });
       delete fieldset.dataset.busy;
       if (result && result.ok) {
-        show(result.data);  // the conversation, with the choice
+        show(result.data, asked);  // the conversation, with the choice
         if (!box.disabled) box.focus();
         else if ($(`choice-${turn}`)) $(`choice-${turn}`).querySelector("[aria-pressed=true]")?.focus();
       } else {
@@ -366,10 +383,12 @@
         if (!result || !result.ok) { poll(a, Math.min(wait * 2, 5000)); return; }
         const fresh = keep(result.data);
         if (fresh.state === "pending") { poll(fresh, Math.min(wait * 1.25, 3000)); return; }
-        renderTurn(fresh.turn);
-        // the turn settled: read the conversation again (the server says whether a message may be sent now)
-        if (!answersOf(turnOf(fresh.turn)).some((x) => x.state === "pending")) await refresh();
-        else updateComposer();
+        // the turn settled: read the conversation again (the server says whether a message may be sent now), and
+        // show the answer with it; else show this answer now
+        if (answersOf(turnOf(fresh.turn)).some((x) => x.state === "pending") || !(await refresh())) {
+          renderTurn(fresh.turn);
+          updateComposer();
+        }
       }, wait));
     }
 
@@ -471,10 +490,11 @@
     async function finish() {
       const button = $("finish");
       button.disabled = true;
+      const asked = ++state.asked;
       const result = await safeCall("POST", cfg.urls.close, {});
       button.disabled = false;
       if (result && result.ok) {
-        show(result.data);  // the conversation, finished
+        show(result.data, asked);  // the conversation, finished
         renderAll();
         $("another").focus();
       } else if (isGuidelines(result)) gate.refusal(composerError, result.data, finish);
@@ -494,7 +514,11 @@
     }
 
     // The conversation as the API gave it: its turns, each choice, and why no message may be sent now.
-    function show(conversation) {
+    // `asked`: the number of the call that brought it; an answer to an older call than the one shown last is stale
+    // (a poll's read that crossed "Finish" must not open the conversation again) and is left out.
+    function show(conversation, asked) {
+      if (asked < state.shown) return;
+      state.shown = asked;
       absorb(conversation);
       turns().forEach((t) => renderTurn(t.turn));
       updateComposer();
@@ -502,9 +526,10 @@
     }
 
     async function refresh() {
+      const asked = ++state.asked;
       const result = await safeCall("GET", cfg.urls.conversation);
       if (!result || !result.ok) { showError(result); return false; }
-      show(result.data);
+      show(result.data, asked);
       return true;
     }
 
