@@ -4,6 +4,7 @@ Each time the answer fails with a sentence for the writer (never an address or a
 everything before it stay saved, and asking again works once the endpoint answers. One integration test converses
 with the packaged local model (SmolLM2, llama.cpp)."""
 
+# ruff: noqa: F811 - the fixtures imported from test_conversations are used as parameters
 from __future__ import annotations
 
 import pytest
