@@ -54,18 +54,18 @@ CRASHED = "{slot} failed this time. Your message is saved; ask again."
 
 
 def attempts_allowed() -> int:
-    return max(1, int(getattr(settings, "CHAT_GENERATION_ATTEMPTS", 2)))
+    return max(1, int(settings.CHAT_GENERATION_ATTEMPTS))
 
 
 def backoff_seconds(attempt: int) -> float:
     """Wait before the call after `attempt` (1, 2, …) failed: CHAT_RETRY_BACKOFF_SECONDS, doubling, at most 30 s."""
-    return min(float(getattr(settings, "CHAT_RETRY_BACKOFF_SECONDS", 1.0)) * 2 ** (attempt - 1), 30.0)
+    return min(float(settings.CHAT_RETRY_BACKOFF_SECONDS) * 2 ** (attempt - 1), 30.0)
 
 
 def grace_seconds() -> float:
     """How long an answer may stay pending before the sweep queues it again: longer than the slowest answer can
     take (each call's timeout, times its tries, plus the backoff), so a running job is rarely queued twice."""
-    return float(getattr(settings, "CHAT_PENDING_GRACE_SECONDS", 300.0))
+    return float(settings.CHAT_PENDING_GRACE_SECONDS)
 
 
 @shared_task(name="chat.generate_answer", acks_late=True, ignore_result=True)

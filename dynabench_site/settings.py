@@ -406,7 +406,16 @@ CELERY_BEAT_SCHEDULE = {
     "sync-validation-queue": {"task": "validation.sync_queue", "schedule": 600.0},
     "refresh-reliability-labels": {"task": "validation.refresh_reliability", "schedule": 1800.0},
     "derive-badges": {"task": "crowd.derive_badges", "schedule": 3600.0},
+    # Chat answers whose generation job was lost (broker down, worker killed) are queued again (chat.jobs).
+    "chat-sweep-pending": {"task": "chat.sweep_pending", "schedule": 60.0, "options": {"expires": 50}},
 }
+
+# Chat tasks (chat.jobs): tries per answer for a provider that is down, slow or over its quota, the first wait
+# between them (doubling, at most 30 s), and how long an answer may stay pending before the sweep queues it again
+# (longer than the slowest answer: each call's timeout times its tries plus the waits).
+CHAT_GENERATION_ATTEMPTS = env_int("CHAT_GENERATION_ATTEMPTS", 2, minimum=1)
+CHAT_RETRY_BACKOFF_SECONDS = float(env_int("CHAT_RETRY_BACKOFF_SECONDS", 1, minimum=0))
+CHAT_PENDING_GRACE_SECONDS = float(env_int("CHAT_PENDING_GRACE_SECONDS", 300, minimum=10))
 
 LOGGING = {
     "version": 1,
