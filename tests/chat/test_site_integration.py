@@ -188,3 +188,11 @@ def test_the_warm_up_and_the_demo_models_leave_a_chat_task_alone(site):
     assert "talk: a chat task answers with the language models of its settings; no encoder models to train" in \
         out.getvalue()
     assert not ModelVersion.objects.filter(task=site["task"]).exists()
+
+
+def test_the_welcome_page_leads_a_new_account_to_a_chat_tasks_conversations(site):
+    newcomer = UserFactory(username="newcomer")
+    roles.grant(newcomer, *roles.SIGNUP_ROLES)
+    html = client_for(newcomer).get("/accounts/welcome/").content.decode()
+    links = hrefs(html, r'<li class="card task-card" data-task="talk">.*?</li>')
+    assert "/tasks/talk/chat/" in links and not any("/create/" in link or "/validate/" in link for link in links)
