@@ -2,7 +2,7 @@
 often each one's answers are confirmed failures.
 
 The maths part (everything above `board`) is pure functions of plain values, no Django, so the recovery
-benchmark (bench/arena_recovery.py) and the unit tests call it directly:
+benchmark (bench/bench_arena_recovery.py) and the unit tests call it directly:
 
 - Bradley–Terry strengths from pairwise outcomes. A tie counts half a win to each side (as Chatbot Arena does;
   the Davidson / Rao–Kupper extensions add a tie parameter that a few hundred comparisons cannot pin down). The
@@ -48,7 +48,7 @@ GOAL_SPEARMAN = 0.9
 
 # Comparisons for Spearman >= 0.9 between recovered and true ranks, by number of models, with the true logits
 # evenly spaced over [-1, 1] (best beats worst 88 % of the time), pairs drawn uniformly, 20 % ties: the smallest
-# count on the benchmark's grid whose mean over 100 seeds reaches 0.9, `bench/arena_recovery.py --sweep --seeds 100`
+# count on the benchmark's grid whose mean over 100 seeds reaches 0.9, `bench/bench_arena_recovery.py --sweep --seeds 100`
 # (docs/benchmarks/arena.md). Models closer than that need more; about twice as many make 90 % of runs reach 0.9.
 NEEDED: dict[int, int] = {2: 15, 3: 25, 4: 50, 6: 140, 8: 200, 12: 400, 16: 560, 20: 800}
 

@@ -1,8 +1,8 @@
 """Benchmark: how many pairwise comparisons the arena (chat/arena.py) needs to recover the true order of K models.
 
-    nice -n 10 .venv/bin/python bench/arena_recovery.py                 # the curve for 8 models
-    nice -n 10 .venv/bin/python bench/arena_recovery.py --sweep         # comparisons needed for 2..20 models
-    nice -n 10 .venv/bin/python bench/arena_recovery.py --json out.json # also write the figures
+    nice -n 10 .venv/bin/python bench/bench_arena_recovery.py                 # the curve for 8 models
+    nice -n 10 .venv/bin/python bench/bench_arena_recovery.py --sweep         # comparisons needed for 2..20 models
+    nice -n 10 .venv/bin/python bench/bench_arena_recovery.py --json out.json # also write the figures
 
 Simulates writers' choices from K models of known strength: true BT logits evenly spaced over [-SPREAD/2,
 SPREAD/2] (by default [-1, 1]: the best beats the worst 88 % of the time, neighbours of 8 models 57 %), each

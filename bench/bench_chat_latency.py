@@ -1,7 +1,7 @@
 """Benchmark: a chat writer's message to its first answer ready, with the packaged local model, while a second writer
 chats at the same time.
 
-    nice -n 10 .venv/bin/python bench/chat_latency.py [--messages 20] [--max-tokens 64] [--out var/bench/chat_latency.json]
+    nice -n 10 .venv/bin/python bench/bench_chat_latency.py [--messages 20] [--max-tokens 64] [--out var/bench/chat_latency.json]
 
 The embedded default as `make run` serves it: a fresh SQLite database in a temporary folder, no broker, each answer's
 job in a thread of this process (chat.jobs: `background_thread`), the local SmolLM2-135M (llama.cpp, in process,
