@@ -22,13 +22,14 @@ from chat.models import Conversation, Failure, Message, Preference
 SETTING_KEYS = ("system_prompt", "temperature", "max_tokens", "seed")
 
 
-def target_settings(task, names: list[str], model: str) -> dict[str, dict[str, Any]]:
+def target_settings(task, names: list[str], recorded: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each target's settings as the recording was made: the task's, with the recording's model name and seed."""
     chat = task.typed_config.chat
     out = {}
     for name in names:
         target = chat.target(name)
-        out[name] = {"provider": target.provider.provider, "model": model,
-                     **{key: getattr(target, key) for key in SETTING_KEYS}}
+        out[name] = {"provider": target.provider.provider, **{key: getattr(target, key) for key in SETTING_KEYS},
+                     "model": recorded.get("model", ""), "seed": recorded.get("seed", target.seed)}
     return out
 
 
@@ -40,7 +41,7 @@ def load_conversations(sender, task, data: dict[str, Any], **kwargs) -> int:
         return 0
     if Conversation.objects.filter(round__task=task).exists():
         return 0
-    model = (data.get("recorded") or {}).get("model", "")
+    recorded_with = data.get("recorded") or {}
     users = {u.username: u for u in User.objects.filter(username__in={c["writer"] for c in recorded})}
     stored = 0
     with transaction.atomic():
@@ -48,16 +49,16 @@ def load_conversations(sender, task, data: dict[str, Any], **kwargs) -> int:
             writer = users.get(spec["writer"])
             if writer is None:
                 continue
-            store(task, round_, writer, spec, model)
+            store(task, round_, writer, spec, recorded_with)
             stored += 1
     return stored
 
 
-def store(task, round_, writer: User, spec: dict[str, Any], model: str) -> Conversation:
-    chat = task.typed_config.chat
+def store(task, round_, writer: User, spec: dict[str, Any], recorded: dict[str, Any]) -> Conversation:
+    chat, model = task.typed_config.chat, recorded.get("model", "")
     convo = Conversation.objects.create(round=round_, writer=writer, scale=chat.scale, blinded=chat.blinded,
                                         targets=spec["targets"], state=Conversation.State.CLOSED,
-                                        target_settings=target_settings(task, spec["targets"], model))
+                                        target_settings=target_settings(task, spec["targets"], recorded))
     now = timezone.now()
     for number, turn in enumerate(spec["turns"]):
         Message.objects.create(conversation=convo, turn=number, role=Message.Role.USER, text=turn["user"])
