@@ -171,9 +171,10 @@ def test_a_writer_talks_rates_marks_retries_and_finishes(browser, writer, chat_t
     assert Rating.objects.get(message=answer, rater=writer).score == 15
     assert by_id(browser, f"rating-value-{answer.pk}").text == "15"
 
-    # Mark it as failing: a category and a reason, both required.
-    by_id(browser, f"mark-{answer.pk}").click()
+    # Mark it as failing (with the keyboard): a category and a reason, both required.
+    by_id(browser, f"mark-{answer.pk}").send_keys(Keys.ENTER)
     assert by_id(browser, f"mark-{answer.pk}").get_attribute("aria-expanded") == "true"
+    assert browser.switch_to.active_element == by_id(browser, f"category-{answer.pk}")
     Select(by_id(browser, f"category-{answer.pk}")).select_by_value("wrong")
     by_id(browser, f"save-failure-{answer.pk}").click()
     assert by_id(browser, f"failure-error-{answer.pk}").text == "Say why the answer fails."
@@ -195,6 +196,8 @@ def test_a_writer_talks_rates_marks_retries_and_finishes(browser, writer, chat_t
     assert failed.state == "failed" and failed.error
     card = answer_card(browser, failed)
     assert failed.error in card.text and "Model A could not answer" in card.text
+    assert "127.0.0.1" not in card.text  # the endpoint is named, never its address
+    wait(browser, 5).until(lambda b: by_id(b, "message-text").is_enabled())  # the writer may also go on without it
     model_server.down = False
     by_id(browser, f"retry-{failed.pk}").click()
     wait(browser).until(lambda b: "You asked: Are you sure?" in answer_card(b, failed).text)
@@ -248,7 +251,7 @@ def test_a_pairwise_writer_chooses_before_the_next_message(browser, writer, chat
 
     by_id(browser, "choice-reason-0").send_keys("It names the right city.")
     canberra = 0 if "Canberra" in answers[0].text else 1
-    by_id(browser, f"choose-0-{canberra}").click()
+    by_id(browser, f"choose-0-{canberra}").send_keys(Keys.ENTER)  # keyboard
     wait(browser).until(lambda b: by_id(b, "message-text").is_enabled())
     assert browser.switch_to.active_element == by_id(browser, "message-text")
     legend = browser.find_element(By.CSS_SELECTOR, "#choice-0 legend").text

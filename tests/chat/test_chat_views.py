@@ -79,7 +79,7 @@ def test_the_list_shows_the_writers_own_conversations_and_the_start_button(peopl
 
 
 def test_the_list_says_when_no_round_is_open_and_offers_no_button(people):
-    task = TaskFactory(slug="chat", kind="chat", config={"chat": {"targets": TARGETS}})
+    TaskFactory(slug="chat", kind="chat", config={"chat": {"targets": TARGETS}})
     html = client(people["writer"]).get("/tasks/chat/chat/").content.decode()
     assert 'id="no-round"' in html and 'id="start"' not in html
     assert "You have not started a conversation" in html

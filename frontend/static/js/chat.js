@@ -304,7 +304,8 @@
         if (toggle) toggle.focus();
       } else {
         button.disabled = false;
-        showError(result);
+        if (isGuidelines(result)) gate.refusal(composerError, result.data, () => unmark(a, button));
+        else showError(result);
       }
     }
 
