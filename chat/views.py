@@ -6,8 +6,9 @@ finish), with its addresses written into the page (json_script), never spelt in 
 renders the transcript too, so it reads without the script, and chat.js then takes it over from the API's answer.
 
 Who may open them: the conversations page is for the task's writers (the annotator role, as the create page);
-a conversation is its writer's alone — for anyone else it does not exist (404), whoever they are, as an example's
-page is its author's. Blinding holds here as in the API: while the task blinds its targets, a page never names one.
+a conversation's page is its writer's, and the task's managers may read it (as the API lets them, with no message
+box); for anyone else it does not exist (404), not a refusal. Blinding holds here as in the API
+(chat.services.reveals_targets): while a conversation is blinded for the viewer, the page never names a target.
 """
 
 from __future__ import annotations
@@ -80,13 +81,16 @@ def shown_name(convo: Conversation, message: Message, reveal: bool) -> str:
 def transcript(convo: Conversation, reveal: bool) -> list[dict[str, Any]]:
     """The conversation turn by turn, for the page's first render: the writer's message and each answer with its
     state, the writer's rating and their mark (chat.js then re-renders it from the API's answer)."""
+    labels = dict(settings_of(convo.round.task).categories())  # "wrong" -> "Wrong: a false claim, …"
     rows = []
     for turn in services.turns(convo):
         answers = []
         for message in turn.answers:
             rating = next((r.score for r in message.ratings.all() if r.rater_id == convo.writer_id), None)
+            failure = getattr(message, "failure", None)
             answers.append({"message": message, "name": shown_name(convo, message, reveal), "rating": rating,
-                            "failure": getattr(message, "failure", None)})
+                            "failure": failure,
+                            "category": failure and labels.get(failure.category, failure.category).split(":")[0]})
         choice = turn.preference
         rows.append({"number": turn.number, "user": turn.user, "answers": answers, "choice": None if choice is None
                      else "A tie" if choice.winner_slot is None else f"{slot_name(choice.winner_slot)} is better"})

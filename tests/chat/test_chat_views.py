@@ -111,7 +111,7 @@ def test_the_writer_sees_their_conversation_blinded_with_rating_and_mark(people)
     assert "What is the capital of Australia?" in html and "Sydney." in html
     assert "Model A" in html and "zebra-bot" not in html and "okapi-bot" not in html  # blinded
     assert "Your rating: <strong>12</strong>" in html
-    assert "Marked as failing" in html and "It is Canberra." in html
+    assert "Marked as failing</span> <strong>Wrong</strong>: It is Canberra." in html
     # the task's instructions, and its guidelines with the form that confirms them (the same partial as create)
     assert 'id="chat-instructions"' in html and "Talk with the model and try to make it fail" in html
     assert 'id="guidelines-panel"' in html and "Ask about facts you can check." in html
