@@ -23,13 +23,15 @@ SETTING_KEYS = ("system_prompt", "temperature", "max_tokens", "seed")
 
 
 def target_settings(task, names: list[str], recorded: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each target's settings as the recording was made: the task's, with the recording's model name and seed."""
+    """Each target's settings as the recording was made: the task's, with the recording's model name, seed and
+    max_tokens (the recordings were made at 96 tokens; the demo's live targets answer at most 64, for latency)."""
     chat = task.typed_config.chat
     out = {}
     for name in names:
         target = chat.target(name)
         out[name] = {"provider": target.provider.provider, **{key: getattr(target, key) for key in SETTING_KEYS},
-                     "model": recorded.get("model", ""), "seed": recorded.get("seed", target.seed)}
+                     "model": recorded.get("model", ""), "seed": recorded.get("seed", target.seed),
+                     "max_tokens": recorded.get("max_tokens", target.max_tokens)}
     return out
 
 

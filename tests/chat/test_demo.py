@@ -44,7 +44,7 @@ def test_load_demo_stores_the_recorded_conversations_once(demo):
     assert Failure.objects.filter(message__conversation__in=convos, consensus="unvalidated").count() == 3
     settings_ = convos.first().target_settings
     assert settings_["playful"]["temperature"] == 1.0 and settings_["helpful"]["model"].startswith("SmolLM2")
-    assert settings_["helpful"]["seed"] == 1  # the recording's seed, not the live setting (none)
+    assert (settings_["helpful"]["seed"], settings_["helpful"]["max_tokens"]) == (1, 96)  # as recorded
     call_command("load_demo", stdout=io.StringIO())  # idempotent
     assert Conversation.objects.filter(round__task=demo).count() == 3
 
