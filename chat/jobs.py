@@ -6,7 +6,7 @@ One job per answer. In the embedded default (no broker) each runs in a thread of
 two answers of a pairwise turn are written side by side, and the local model stays loaded in the process. With a
 broker they go to the Celery workers (two answers side by side when the worker runs two processes or more).
 
-What the job does (`run`): it claims the pending answer, builds the history (chat.services.history), calls the
+What the job does (`run`): it claims the pending answer, builds the history (chat.history.history), calls the
 target's provider (`Provider.converse`) under the conversation's recorded settings, and stores the answer as plain
 text under the site's text rule, with the tokens, the seconds and the provider's name for the model. A provider that
 is down, slow or over its quota (a retryable `ProviderError`) is tried again, CHAT_GENERATION_ATTEMPTS calls in all,
@@ -34,7 +34,8 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from chat import assignment, services
+from chat import assignment
+from chat.history import history
 from chat.models import Message
 from dynabench_site.jobs import dispatch
 from dynabench_site.text import text_problem
@@ -125,7 +126,7 @@ def _run(message_id: int) -> str:
     queued_s = (timezone.now() - answer.created_at).total_seconds()
     try:
         target = assignment.target_of(conversation, answer.target, chat_settings)
-        turns = services.history(conversation, answer.turn, chat_settings)
+        turns = history(conversation, answer.turn, chat_settings)
         provider = provider_for(target.provider)
     except ProviderError as exc:
         _fail(message_id, CONFIG.format(slot=name, reason=exc.message))

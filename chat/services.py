@@ -27,7 +27,8 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils import timezone
 
-from chat import assignment
+from chat import assignment, jobs
+from chat.history import history  # noqa: F401 - the turns a model reads, kept importable from here
 from chat.models import Conversation, Failure, Message, Preference, Rating
 from dynabench_site.errors import Conflict, InvalidInput
 from tasks import guidelines, roles
@@ -185,7 +186,6 @@ def start(user, task: Task, rng=None) -> Conversation:
 def send(user, conversation: Conversation, raw: Any) -> tuple[Message, list[Message]]:
     """Store the writer's message and one pending answer per slot, then queue their generation (after the commit).
     Nothing is called before both are saved: a model that is down, slow or lost never loses the message."""
-    from chat import jobs
 
     check_own_open(user, conversation)
     task = conversation.round.task
@@ -212,7 +212,6 @@ def send(user, conversation: Conversation, raw: Any) -> tuple[Message, list[Mess
 
 def retry(user, answer: Message) -> Message:
     """Ask again for a failed answer: pending again, with a fresh set of tries, and queued."""
-    from chat import jobs
 
     _answer_of(user, answer)
     if answer.state == Message.State.PENDING:
@@ -324,21 +323,3 @@ def _optional_text(field: str, value: Any) -> str:
 
 
 # --- what the model reads ---------------------------------------------------------------------------------------
-
-
-def history(conversation: Conversation, turn: int, settings: ChatSettings | None = None) -> list[dict[str, str]]:
-    """The turns sent to a model answering `turn`: the last `history_turns` earlier exchanges, each the writer's
-    message and the answer the conversation went on with (slider: the one answer; pairwise: the chosen slot, slot 0
-    on a tie), then the message of `turn`. An exchange without a usable answer (it failed and the writer went on)
-    is left out whole, so the turns still alternate."""
-    settings = settings or settings_of(conversation)
-    messages = list(Message.objects.filter(conversation=conversation, turn__lte=turn).order_by("turn", "slot"))
-    users = {m.turn: m for m in messages if m.role == Message.Role.USER}
-    chosen = {m.turn: m for m in messages
-              if m.role == Message.Role.ASSISTANT and m.chosen and m.state == Message.State.READY and m.text}
-    pairs = [(users[n].text, chosen[n].text) for n in sorted(users) if n < turn and n in chosen]
-    out: list[dict[str, str]] = []
-    for said, answered in pairs[-settings.history_turns:] if pairs else []:
-        out += [{"role": "user", "content": said}, {"role": "assistant", "content": answered}]
-    out.append({"role": "user", "content": users[turn].text})
-    return out

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from chat.models import Conversation, Failure, Message, Rating
-from tests.factories import RoundFactory, TaskFactory
 from tests.chat.matrix import arena, conversation, exports, judging, pages
+from tests.factories import RoundFactory, TaskFactory
 
 PARTS = (conversation, judging, arena, exports, pages)
 
