@@ -25,7 +25,8 @@ OTHER_PAGES = ("annotator-assistant-1400",
                *(f"{name}-{width}" for name in ("annotator-guidelines-first", "annotator-guidelines-changed",
                                                  "annotator-my-examples", "validator-judging", "validator-quiz-result",
                                                  "owner-publish", "researcher-downloads", "annotator-training-notice",
-                                                 "home-training-notice", "annotator-opponent-row", "leaderboard-test-sets")
+                                                 "home-training-notice", "annotator-opponent-row", "leaderboard-test-sets", "chat",
+                                                 "chat-pairwise", "chat-judge", "arena")
                  for width in (1400, 420)))
 
 
