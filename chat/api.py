@@ -64,7 +64,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import serializers as s
-from chat import services
+from chat import services, throttles
 from chat.models import Conversation, Message
 from dynabench_site.errors import NotPermitted
 from tasks.access import TaskScopedMixin
@@ -102,6 +102,7 @@ class ConversationsView(TaskScopedMixin, ListAPIView):
         request=s.StartSerializer, responses={201: s.ConversationSerializer, 403: None, 404: None, 409: None})
     def post(self, request: Request, slug: str) -> Response:
         s.StartSerializer(data=request.data or {}).is_valid(raise_exception=True)
+        throttles.check(request.user, self.get_task())
         conversation = services.start(request.user, self.get_task())
         conversation = services.with_messages(Conversation.objects.filter(pk=conversation.pk)).get()
         return Response(s.ConversationSerializer(s.conversation_data(conversation, request.user)).data,
@@ -147,6 +148,7 @@ class MessagesView(ConversationScoped):
         conversation = self.get_conversation(pk, writer_only=True)
         body = s.MessageRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        throttles.check(request.user, conversation.round.task)
         message, answers = services.send(request.user, conversation, body.validated_data["text"])
         reveal = services.reveals_targets(request.user, conversation)
         data = {"message": {"id": message.pk, "text": message.text, "created_at": message.created_at},
@@ -211,7 +213,9 @@ class RetryView(AnswerScoped):
     @extend_schema(summary="Ask again for a failed answer", request=None,
                    responses={202: s.AnswerSerializer, 404: None, 409: None})
     def post(self, request: Request, pk: int) -> Response:
-        services.retry(request.user, self.get_answer(pk, writer_only=True))
+        answer = self.get_answer(pk, writer_only=True)
+        throttles.check(request.user, answer.conversation.round.task)
+        services.retry(request.user, answer)
         return self.answer(pk, status.HTTP_202_ACCEPTED)
 
 
