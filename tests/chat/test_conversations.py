@@ -608,3 +608,33 @@ def test_the_service_refuses_rating_ones_own_message(settings, chat_server, writ
 
     with pytest.raises(Conflict, match="your own message"):
         services.rate(writer, message, 10)
+
+
+# --- how fast: the task's submission_rate per writer (chat/throttles.py) ----------------------------------------
+
+
+def test_starting_conversations_past_the_tasks_rate_is_429_and_stores_nothing(settings, chat_server, writer):
+    task = chat_task(targets_on(settings, chat_server))
+    task.config = {**task.config, "submission_rate": "2/min"}
+    task.save(update_fields=["config"])
+    client = client_of(writer)
+    start(client, task)
+    start(client, task)
+    response = client.post(reverse("api-chat-conversations", args=[task.slug]), {}, format="json")
+    assert response.status_code == 429
+    assert "faster than this task allows (2/min)" in response.json()["detail"]
+    assert int(response["Retry-After"]) > 0
+    assert Conversation.objects.filter(writer=writer).count() == 2
+
+
+def test_messages_count_against_the_same_rate(settings, chat_server, writer, inline):
+    task = chat_task(targets_on(settings, chat_server))
+    task.config = {**task.config, "submission_rate": "3/min"}
+    task.save(update_fields=["config"])
+    client = client_of(writer)
+    convo = start(client, task)  # 1
+    assert say(client, convo, "Hello there.").status_code == 202  # 2 (answered inline)
+    assert say(client, convo, "And again.").status_code == 202  # 3
+    response = say(client, convo, "One too many.")
+    assert response.status_code == 429 and "try again in" in response.json()["detail"]
+    assert Message.objects.filter(conversation_id=convo["id"], role="user").count() == 2
