@@ -16,6 +16,7 @@ from django.db import connection
 from django.utils import timezone
 
 from annotation.models import Example
+from tests import celeryconf
 from tests.annotation.conftest import sentiment_body
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
@@ -63,14 +64,15 @@ def queue_on_redis(settings):
     from dynabench_site.celery import app
 
     queue = f"annotation-test-{uuid.uuid4().hex[:8]}"
-    saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "task_default_queue", "result_backend",
-                                      "task_routes")}
-    send_to(app, settings, broker=BROKER, eager=False, queue=queue)
+    eager = settings.CELERY_TASK_ALWAYS_EAGER
+    saved = send_to(app, settings, broker=BROKER, eager=False, queue=queue)
     try:
         yield queue
     finally:
-        send_to(app, settings, broker=saved["broker_url"], eager=saved["task_always_eager"],
-                queue=saved["task_default_queue"], backend=saved["result_backend"], routes=saved["task_routes"])
+        settings.CELERY_TASK_ALWAYS_EAGER = eager
+        celeryconf.restore(saved)
+        app._pool = None
+        app.amqp._producer_pool = None
         purge(queue)
         purge(f"{queue}-maps")
 
@@ -86,13 +88,15 @@ def worker(queue_on_redis, tiny_store, tmp_path):
         stop(process)
 
 
-def send_to(app, settings, *, broker, eager: bool, queue: str, backend=None, routes=None) -> None:
+def send_to(app, settings, *, broker, eager: bool, queue: str, backend=None, routes=None) -> dict:
+    """Point this process's app at `broker` and `queue`; returns what celeryconf.restore puts back."""
     settings.CELERY_TASK_ALWAYS_EAGER = eager
     routes = routes if routes is not None else {"annotation.explain_example": {"queue": f"{queue}-maps"}}
-    app.conf.update(broker_url=broker, task_always_eager=eager, task_default_queue=queue,
-                    result_backend=backend or broker, task_routes=routes)
+    saved = celeryconf.update(broker_url=broker, task_always_eager=eager, task_default_queue=queue,
+                              result_backend=backend or broker, task_routes=routes)
     app._pool = None  # forget connections to the previous broker
     app.amqp._producer_pool = None
+    return saved
 
 
 def stop(process: subprocess.Popen) -> None:

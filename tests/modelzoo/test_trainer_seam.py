@@ -17,6 +17,7 @@ from django.conf import settings as django_settings
 
 from modelzoo.models import ModelVersion
 from rounds.models import PipelineRun, PipelineStep
+from tests import celeryconf
 from tests.annotation.test_celery_worker import stop  # the same real-worker teardown
 from tests.factories import TaskFactory, UserFactory
 from tests.rounds.conftest import FAST_PIPELINE, fill_task
@@ -104,16 +105,14 @@ def training_queue(settings, tmp_path):
     except redis.RedisError:
         pytest.skip("no Redis at 127.0.0.1:6379")
     queue, default = f"training-test-{uuid.uuid4().hex[:8]}", f"dynabench-test-{uuid.uuid4().hex[:8]}"
-    saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "task_default_queue", "result_backend",
-                                      "task_routes")}
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.MODEL_STORE, settings.MODEL_BACKEND = tmp_path / "models", "inprocess"
     settings.ROUNDS_PIPELINE, settings.JOB_RUNNER = FAST_PIPELINE, "inline"  # the pipeline runs here, at once
     settings.MODELZOO_RECIPE = {"min_steps": 8, "max_steps": 12}  # a few updates: the seam is under test
     settings.TRAINING_BACKEND, settings.TRAINING_QUEUE, settings.TRAINING_WAIT_S = "celery", queue, 0
     settings.CELERY_BROKER_URL, settings.CELERY_TASK_ALWAYS_EAGER = BROKER, False
-    app.conf.update(broker_url=BROKER, result_backend=BROKER, task_always_eager=False, task_default_queue=default,
-                    task_routes={"modelzoo.train": {"queue": queue}})
+    saved = celeryconf.update(broker_url=BROKER, result_backend=BROKER, task_always_eager=False,
+                              task_default_queue=default, task_routes={"modelzoo.train": {"queue": queue}})
     saved_backend = forget_backend(app)  # the app caches its result backend: an earlier test's (the settings'
     # in-memory one) would never see the worker's results
     app._pool = None
@@ -122,7 +121,7 @@ def training_queue(settings, tmp_path):
     try:
         yield queue, default, client
     finally:
-        app.conf.update(**saved)
+        celeryconf.restore(saved)
         forget_backend(app)
         if saved_backend is not None:
             app._backend = saved_backend

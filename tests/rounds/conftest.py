@@ -6,6 +6,7 @@ import pytest
 
 from annotation.models import Example
 from dynabench_site.celery import app
+from tests import celeryconf
 from tests.factories import ExampleFactory, LabeledItemFactory, RoundFactory, TaskFactory, UserFactory
 
 DOWN_BROKER = "redis://127.0.0.1:1/0"  # nothing listens on port 1
@@ -61,13 +62,12 @@ def small_task(db):
 @pytest.fixture
 def broker_down(settings):
     """A configured broker that is not running (the scale-out mode with Redis down)."""
-    saved = {k: app.conf[k] for k in ("broker_url", "task_always_eager", "broker_connection_timeout")}
     settings.JOB_RUNNER, settings.CELERY_TASK_ALWAYS_EAGER = "", False
-    app.conf.update(broker_url=DOWN_BROKER, task_always_eager=False, broker_connection_timeout=1)
+    saved = celeryconf.update(broker_url=DOWN_BROKER, task_always_eager=False, broker_connection_timeout=1)
     app._pool = None  # forget connections to the previous broker
     app.amqp._producer_pool = None
     yield
-    app.conf.update(**saved)
+    celeryconf.restore(saved)
     app._pool = None
     app.amqp._producer_pool = None
 
