@@ -6,6 +6,7 @@ disputed answer on the experts' page. Pictures: var/screenshots/chat-judge-<widt
 from __future__ import annotations
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.browser, pytest.mark.django_d
 
 
 def wait(browser, seconds: float = 15) -> WebDriverWait:
-    return WebDriverWait(browser, seconds)
+    return WebDriverWait(browser, seconds, ignored_exceptions=(StaleElementReferenceException,))  # the page may be replaced mid-read
 
 
 def set_rating(browser, value: int) -> None:

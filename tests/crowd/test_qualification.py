@@ -180,6 +180,7 @@ def test_a_failed_quiz_says_which_questions_were_wrong_but_not_the_right_answers
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_quiz_result_marks_each_question_on_a_phone_and_a_desktop(browser, crowd_task, width):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -194,7 +195,8 @@ def test_the_quiz_result_marks_each_question_on_a_phone_and_a_desktop(browser, c
                 answer = item.answer if item.pk not in wrong else ("correct" if item.answer == "incorrect" else "incorrect")
                 browser.find_element(By.CSS_SELECTOR, f"input[name=q{item.pk}][value={answer}]").click()
             browser.find_element(By.ID, "quiz-submit").click()
-            WebDriverWait(browser, 20).until(lambda b: b.find_elements(By.ID, "quiz-marks"))
+            WebDriverWait(browser, 20, ignored_exceptions=(StaleElementReferenceException,)).until(
+                lambda b: b.find_elements(By.ID, "quiz-marks"))
             marks = browser.find_elements(By.CSS_SELECTOR, "#quiz-marks li")
             assert [m.get_attribute("data-right") for m in marks] == ["true", "false", "true", "false"]
             assert "wrong" in marks[1].text and marks[1].is_displayed()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -31,7 +32,7 @@ def element_shot(browser, selector: str, name: str, width: int, pad: int = 40) -
 
 
 def wait(browser, seconds: float = 20) -> WebDriverWait:
-    return WebDriverWait(browser, seconds)
+    return WebDriverWait(browser, seconds, ignored_exceptions=(StaleElementReferenceException,))  # the page may be replaced mid-read
 
 
 @pytest.fixture

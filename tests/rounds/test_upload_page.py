@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -38,6 +39,7 @@ def test_an_upload_shows_its_progress_and_lands_on_the_leaderboard(browser, uplo
     browser.find_element(By.ID, "id_name").send_keys("my tiny model")
     browser.find_element(By.ID, "files").send_keys("\n".join(str(folder / name) for name in FILES))
     browser.find_element(By.ID, "upload-submit").click()
-    WebDriverWait(browser, 60).until(lambda b: "/leaderboard/" in b.current_url and "was accepted" in b.page_source)
+    WebDriverWait(browser, 60, ignored_exceptions=(StaleElementReferenceException,)).until(
+        lambda b: "/leaderboard/" in b.current_url and "was accepted" in b.page_source)
     assert browser.execute_script("return sessionStorage.getItem('progress')").startswith(("Uploading", "Uploaded"))
     assert ResearcherModel.objects.get(task=task).name == "my tiny model"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -25,7 +26,7 @@ def leave_page(browser):
 
 
 def wait(browser, condition, timeout: int = 10):
-    return WebDriverWait(browser, timeout).until(condition)
+    return WebDriverWait(browser, timeout, ignored_exceptions=(StaleElementReferenceException,)).until(condition)
 
 
 def shown_id(browser) -> str:
