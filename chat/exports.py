@@ -25,8 +25,6 @@ Only complete turns are exported: a turn whose answers are still pending or fail
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import io
 import json
 import zipfile
@@ -35,9 +33,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Prefetch
 
+from accounts import pseudonyms
 from chat.models import Conversation, Failure, Judgement, Message, Rating
 from tasks.kinds.chat import ChatSettings, slot_name
 from tasks.models import Round, Task
@@ -79,11 +77,9 @@ def get_dataset(name: str) -> Dataset:
 
 
 def person_id(task: Task, user_id: int) -> str:
-    """A salted HMAC of the user id: stable within a task, unlinkable across tasks, never reversible (the rule of
-    the classification datasets' `annotator_id`, so a person has one pseudonym per task in every download)."""
-    secret = settings.EXPORTS_PSEUDONYM_KEY or settings.SECRET_KEY
-    key = hashlib.sha256(f"{secret}|exports.annotator|{task.pk}".encode()).digest()
-    return "a_" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:20]
+    """The person's pseudonym in this task's downloads: the classification datasets' `annotator_id` rule
+    (accounts.pseudonyms), so a person has one pseudonym per task in every download."""
+    return pseudonyms.person_id(task.pk, user_id)
 
 
 # --- one conversation, read once -------------------------------------------------------------------------------

@@ -8,8 +8,6 @@ once per distinct text.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,12 +15,12 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from django.conf import settings
 from django.db import connections, transaction
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
 # The columns and their kinds live in exports.schema (the one schema of every file); re-exported here.
+from accounts import pseudonyms
 from exports.schema import BOOL, COLUMNS, FLOAT, INT, JSON, STR, ExportSchema, export_schema  # noqa: F401
 from tasks.kinds import TaskKind
 from tasks.models import Task
@@ -98,10 +96,9 @@ def column_names() -> list[str]:
 
 
 def annotator_id(task: Task, user_id: int) -> str:
-    """A salted HMAC of the user id: stable within a task, unlinkable across tasks, never reversible."""
-    secret = settings.EXPORTS_PSEUDONYM_KEY or settings.SECRET_KEY
-    key = hashlib.sha256(f"{secret}|exports.annotator|{task.pk}".encode()).digest()
-    return "a_" + hmac.new(key, str(user_id).encode(), hashlib.sha256).hexdigest()[:20]
+    """A salted HMAC of the user id: stable within a task, unlinkable across tasks, never reversible
+    (accounts.pseudonyms, the rule every download shares)."""
+    return pseudonyms.person_id(task.pk, user_id)
 
 
 @dataclass
