@@ -4,7 +4,7 @@ FROM python:3.11-slim
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
     VAR_DIR=/app/var STATIC_ROOT=/app/static
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends openjdk-17-jre-headless libjemalloc2 \
+    && apt-get install -y --no-install-recommends openjdk-17-jre-headless libjemalloc2 libmagic1 \
     && ln -s "$(ls /usr/lib/*/libjemalloc.so.2 | head -n 1)" /usr/local/lib/libjemalloc.so.2 \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /app

@@ -1,7 +1,7 @@
 """How sure a test-set figure is: a 95 % interval for each metric a model or ensemble is scored with.
 
 - A share of the set's examples (accuracy, exact match): the Wilson score interval from the count and the set's
-  size (the interval the dashboard and the simulation report use: `rounds.simulation.wilson`).
+  size (the interval the dashboard and the simulation report use: `rounds.statistics.wilson`).
 - Anything else (F1 — a mean of per-example scores for QA, a macro average for classification): a percentile
   bootstrap over the examples (`RESAMPLES` resamples, a fixed seed, so the same predictions give the same interval).
   A metric that is the mean of its per-example values is resampled as such (fast); any other is recomputed by

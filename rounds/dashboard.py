@@ -72,7 +72,7 @@ def round_over_round(task: Task) -> dict[str, Any]:
     error, 1 − the kind's first metric (accuracy; exact match for QA, each a share of the set's examples), with a
     95 % Wilson interval from the set's size. The scores are the ones the pipeline stores when a round closes
     (`rounds.evaluation`, EnsembleScore). No rows when fewer than two rounds have an evaluated ensemble."""
-    from rounds.simulation import wilson  # the same interval as the simulation's report
+    from rounds.statistics import wilson  # the same interval as the simulations' reports
 
     metric, sets = task.kind_impl.metrics[0], test_sets(task)
     shown = {r.number for r in visible_rounds(task)}

@@ -145,3 +145,82 @@ class ResearcherModel(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} by {self.uploaded_by} ({self.status})"
+
+
+class PredictionUpload(models.Model):
+    """Predictions a researcher uploaded for a task's public test sets (JSONL keyed by example id), in place of a
+    model: validated row by row against the task's output, scored on what predictions allow (the kind's metrics,
+    never throughput or memory), and ranked on the leaderboard with a "predictions only" mark
+    (`rounds.predictions`)."""
+
+    class Status(models.TextChoices):
+        SCORING = "scoring", "Scoring"
+        SCORED = "scored", "Scored"
+        REJECTED = "rejected", "Rejected"  # no row could be used: the report says why, row by row
+
+    task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="prediction_uploads")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    name = models.CharField(max_length=100)
+    description = models.TextField(blank=True, default="")
+    filename = models.CharField(max_length=200, blank=True, default="")
+    rows = models.PositiveIntegerField(default=0, help_text="lines read from the file")
+    accepted = models.PositiveIntegerField(default=0, help_text="rows that passed validation")
+    report = models.JSONField(default=dict, blank=True,
+                              help_text="the row-level validation report: {errors: [{line, id, field, message}], ...}")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.SCORING)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"predictions {self.name} by {self.uploaded_by} ({self.status})"
+
+
+class PredictionScore(models.Model):
+    """An uploaded prediction file's figures on one test set, with its own status: a set the file covers fully is
+    scored; one it covers in part or not at all says so (`missing` ids are counted, never guessed)."""
+
+    class Status(models.TextChoices):
+        SCORED = "scored", "Scored"
+        INCOMPLETE = "incomplete", "Incomplete"  # some of the set's ids have no prediction: not ranked on it
+        MISSING = "missing", "No predictions"
+
+    upload = models.ForeignKey(PredictionUpload, on_delete=models.CASCADE, related_name="scores")
+    dataset = models.CharField(max_length=300)
+    size = models.PositiveIntegerField(default=0, help_text="the set's rows when it was scored")
+    covered = models.PositiveIntegerField(default=0, help_text="the set's rows the file predicts")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.MISSING)
+    metrics = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["upload", "dataset"]
+        constraints = [models.UniqueConstraint(fields=["upload", "dataset"], name="prediction_score_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.upload.name} on {self.dataset}: {self.status}"
+
+
+class DataMap(models.Model):
+    """Training dynamics of one model trained for a round (Swayamdipta et al. 2020, dataset cartography): for each
+    training example, the mean probability of its gold label over the checkpoints (confidence), the standard
+    deviation of that probability (variability) and the share of checkpoints that predicted it right
+    (correctness), with its region — easy-to-learn, ambiguous or hard-to-learn (`rounds.datamaps`)."""
+
+    round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="data_maps")
+    model_version = models.ForeignKey("modelzoo.ModelVersion", on_delete=models.SET_NULL, null=True, blank=True,
+                                      related_name="data_maps")
+    checkpoints = models.PositiveSmallIntegerField(default=0, help_text="checkpoints the statistics are over")
+    entries = models.JSONField(default=list, blank=True,
+                               help_text="[{key, confidence, variability, correctness, region}] per training example")
+    counts = models.JSONField(default=dict, blank=True, help_text="examples per region")
+    settings = models.JSONField(default=dict, blank=True, help_text="how the regions were cut (thresholds)")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["round", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"data map of {self.round} ({self.checkpoints} checkpoints, {len(self.entries)} examples)"

@@ -202,5 +202,9 @@ def test_a_worker_keeps_its_database_connection_from_job_to_job(queue_on_redis, 
                 seen.append(sorted(cursor.fetchall()))
     finally:
         stop(process)
-    assert len(seen[0]) == 1, seen  # the worker's one connection, still open after its job
-    assert all(backends == seen[0] for backends in seen), seen  # ... and the same one after every later job
+    # The worker's job connection is open after its first job and is the same one after every later job. (The
+    # model-warmer thread of the same worker opens a connection of its own while it polls, then closes it: a snapshot
+    # may catch it, so the rule is on the backend every snapshot shares.)
+    kept = set(seen[0]).intersection(*map(set, seen[1:]))
+    assert len(kept) == 1, seen
+    assert all(len(backends) <= 2 for backends in seen), seen  # never a connection per job piling up

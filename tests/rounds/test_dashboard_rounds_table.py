@@ -7,7 +7,7 @@ import pytest
 
 from modelzoo.models import EnsembleScore
 from rounds.dashboard import round_over_round
-from rounds.simulation import wilson
+from rounds.statistics import wilson
 from tasks.models import Round
 from tests.factories import ExampleFactory, RoundFactory, TaskFactory
 from tests.rounds.conftest import fill_task, sentence

@@ -79,6 +79,7 @@ class World:
     extra_ensemble: int = 0
     suggestion: int = 0  # the annotator's request to the writing assistant
     chat: Any = None  # the chat task's world (tests/chat/matrix: ChatWorld)
+    predictions: Any = None  # the prediction uploads' world (tests/rounds/prediction_matrix)
 
 
 @dataclass(frozen=True)
@@ -374,6 +375,10 @@ from tests.chat import matrix as chat_matrix  # noqa: E402
 
 ROWS += chat_matrix.rows(_sys.modules[__name__])  # the chat kind's routes (tests/chat/matrix)
 
+from tests.rounds import prediction_matrix  # noqa: E402
+
+ROWS += prediction_matrix.rows(_sys.modules[__name__])  # prediction-file uploads (tests/rounds/prediction_matrix)
+
 
 # --- the world every row acts on ---------------------------------------------------------------------
 
@@ -412,6 +417,7 @@ def build_world() -> World:
     world = World(task, hidden, round_, people, example, rejected, decided, run, upload, batch, quiz,
                   quiz.items.get().pk, ensemble.pk, suggestion.pk)
     world.chat = chat_matrix.build(people)
+    world.predictions = prediction_matrix.build(world)
     for shown in (task, world.chat.task):
         guidelines.publish(shown, "Be kind.", by=people["owner"])
         for user in people.values():  # everyone has read them: the guidelines rule is not what this matrix tests
