@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rounds import api
+from rounds import api, prediction_api
 
 urlpatterns = [
     path("tasks/<slug:slug>/rounds/", api.TaskRoundsView.as_view(), name="api-task-rounds"),
@@ -16,4 +16,8 @@ urlpatterns = [
     path("jobs/<int:pk>/discard/", api.JobDiscardView.as_view(), name="api-job-discard"),
     path("models/uploads/<int:pk>/retry/", api.UploadRetryView.as_view(), name="api-upload-retry"),
     path("models/uploads/<int:pk>/abandon/", api.UploadAbandonView.as_view(), name="api-upload-abandon"),
+    path("tasks/<slug:slug>/predictions/", prediction_api.PredictionListView.as_view(), name="api-task-predictions"),
+    path("tasks/<slug:slug>/predictions/test-sets/", prediction_api.TestSetsView.as_view(),
+         name="api-task-prediction-test-sets"),
+    path("predictions/<int:pk>/", prediction_api.PredictionDetailView.as_view(), name="api-prediction-detail"),
 ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rounds import views
+from rounds import prediction_views, views
 
 urlpatterns = [
     path("console/", views.console, name="rounds-console"),
@@ -20,4 +20,8 @@ urlpatterns = [
     path("tasks/<slug:slug>/leaderboard/", views.leaderboard_page, name="rounds-leaderboard"),
     path("tasks/<slug:slug>/dashboard/", views.dashboard_page, name="rounds-dashboard"),
     path("tasks/<slug:slug>/models/upload/", views.model_upload, name="rounds-model-upload"),
+    # Prediction-file uploads (rounds.predictions): the form, the test rows without labels, an upload's report.
+    path("tasks/<slug:slug>/predictions/upload/", prediction_views.upload, name="rounds-predictions-upload"),
+    path("tasks/<slug:slug>/predictions/inputs/", prediction_views.inputs, name="rounds-predictions-inputs"),
+    path("predictions/<int:pk>/", prediction_views.detail, name="rounds-predictions-detail"),
 ]
