@@ -16,7 +16,7 @@ from dynabench_site import bodylimit
 from dynabench_site.params import whole_number
 from dynabench_site.parsers import BoundedJSONParser
 from dynabench_site.text import check_optional_text
-from rounds import dashboard, leaderboard, pipeline, services, uploads
+from rounds import dashboard, dynaboard, leaderboard, pipeline, predictions, services, uploads
 from rounds.models import PipelineRun, ResearcherModel
 from rounds.serializers import (
     DashboardSerializer,
@@ -133,10 +133,21 @@ class JobDiscardView(JobView):
 
 
 class LeaderboardView(TaskView):
+    """The leaderboard, ranked under the owner's Dynascore weights or the caller's (query parameters, as on the
+    page); each row carries its rank under both (`rank`, `owner_rank`, `moved`: places up, negative down)."""
+
     @extend_schema(summary="Models of the task ranked by Dynascore, with their score on every test set",
-                   responses={200: LeaderboardSerializer})
+                   parameters=[OpenApiParameter(m, float, description=f"the weight of {m} (0 to "
+                                                f"{dynaboard.MAX_WEIGHT:g}; default: the owner's)")
+                               for m in dynaboard.METRICS],
+                   responses={200: LeaderboardSerializer, 400: None})
     def get(self, request, slug: str) -> Response:
-        return Response(leaderboard.leaderboard(self.get_task()))
+        task = self.get_task()
+        try:
+            weights = dynaboard.viewer_weights(request.query_params, task.typed_config.dynascore.model_dump())
+        except dynaboard.WeightsError as error:
+            raise serializers.ValidationError({name: [message] for name, message in error.errors.items()}) from error
+        return Response(leaderboard.leaderboard(task, weights, predictions.leaderboard_rows))
 
 
 class DashboardView(TaskView):

@@ -7,12 +7,13 @@ site-wide service checks join it)."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
@@ -20,7 +21,7 @@ from dynabench_site import bodylimit
 from dynabench_site.pages import back_url, returns_to
 from dynabench_site.params import whole_number
 from modelzoo.services import active_members
-from rounds import dashboard, leaderboard, preview, services, uploads
+from rounds import dashboard, dynaboard, leaderboard, predictions, preview, services, uploads
 from rounds.forms import DynascoreForm, UploadForm
 from rounds.models import PipelineRun, ResearcherModel
 from rounds.pipeline import is_stale, snapshot
@@ -137,11 +138,15 @@ def arena_instead(task: Task):
 
 
 def leaderboard_page(request, slug: str):
+    """The leaderboard. Viewers may rank it with their own Dynascore weights (`?performance=4&throughput=1&...`):
+    the URL is the view, so it can be shared; bad weights answer 400 with the board under the owner's weights and
+    a message per bad parameter. Owners and admins save the weights every viewer starts from (POST)."""
     task = task_for(request, slug)
     if (arena := arena_instead(task)) is not None:
         return arena
     can_manage = roles.can_manage(request.user, task)
-    form = DynascoreForm(request.POST or None, initial=task.typed_config.dynascore.model_dump())
+    owner_weights = task.typed_config.dynascore.model_dump()
+    form = DynascoreForm(request.POST or None, initial=owner_weights)
     if request.method == "POST":
         if not can_manage:
             raise PermissionDenied("Only the task's owners and admins may set the Dynascore weights.")
@@ -150,10 +155,25 @@ def leaderboard_page(request, slug: str):
             task.save()
             messages.success(request, "Dynascore weights saved.")
             return redirect("rounds-leaderboard", slug=task.slug)
-    board = leaderboard.leaderboard(task)
-    return render(request, "rounds/leaderboard.html", {"task": task, "board": board, "can_manage": can_manage,
-                                                       "form": form, "can_upload": uploads.can_upload(request.user, task),
-                                                       "retrain_upload_id": uploads.trains_from(task)})
+    weight_errors: dict[str, str] = {}
+    try:
+        weights = dynaboard.viewer_weights(request.GET, owner_weights)
+    except dynaboard.WeightsError as error:
+        weights, weight_errors = None, error.errors
+    board = leaderboard.leaderboard(task, weights, predictions.leaderboard_rows)
+    base = reverse("rounds-leaderboard", args=[task.slug])
+    shown = board["weights"]
+    share = f"{base}?{urlencode({m: f'{shown[m]:g}' for m in dynaboard.METRICS})}"
+    try:
+        predictions_upload_url = reverse("rounds-predictions-upload", args=[task.slug])
+    except NoReverseMatch:  # the prediction-upload page is not there yet
+        predictions_upload_url = None
+    context = {"task": task, "board": board, "can_manage": can_manage, "form": form,
+               "can_upload": uploads.can_upload(request.user, task), "retrain_upload_id": uploads.trains_from(task),
+               "weight_errors": weight_errors, "viewer_fields": [(m, shown[m]) for m in dynaboard.METRICS],
+               "share_url": request.build_absolute_uri(share), "reset_url": base,
+               "predictions_upload_url": predictions_upload_url}
+    return render(request, "rounds/leaderboard.html", context, status=400 if weight_errors else 200)
 
 
 def dashboard_page(request, slug: str):
