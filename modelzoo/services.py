@@ -297,7 +297,7 @@ def _train_new(task, spec: TrainSpec, labelled: data.LabelledSet, fp: str, name:
         version.artifact = str(found.relative_to(settings.MODEL_STORE))
         return transition(version, Status.READY, metrics=_read_json(found / "metrics.json"), progress=1.0,
                           progress_message="reused an existing artifact")
-    examples = [TrainExample(i, t) for i, t in zip(labelled.inputs, labelled.targets, strict=True)]
+    examples = [TrainExample(i, t, k) for i, t, k in zip(labelled.inputs, labelled.targets, labelled.keys, strict=True)]
     meta = {"task": task.slug, "fingerprint": fp, "data": labelled.name, "model_version": version.pk}
     try:
         metrics = training.train(examples, spec, version.artifact_path, ProgressRecorder(version, echo), meta)

@@ -39,6 +39,7 @@ from typing import Any
 import torch
 
 from zoo import device as devices
+from zoo import dynamics as cartography
 from zoo import encoder as enc
 from zoo import families, precision
 from zoo.heads import HEADS, get_head
@@ -47,10 +48,12 @@ from zoo.runtime import configure_threads
 from zoo.training import (
     Precision,
     TrainExample,
+    TrainingDynamics,
     TrainSpec,
     build_model,
     collate,
     encoder_meta,
+    example_keys,
     linear_schedule,
     load_tokenizer,
     parameter_count,
@@ -305,11 +308,14 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
                    seeds: Sequence[int], *, dev: Sequence[TrainExample] | None = None,
                    keys: Sequence[str] | None = None, progress: Progress | None = None,
                    extra_meta: Sequence[dict[str, Any]] | dict[str, Any] | None = None,
-                   device: torch.device | str | None = None) -> list[dict[str, Any]]:
+                   device: torch.device | str | None = None,
+                   dynamics: bool = cartography.RECORD_DYNAMICS) -> list[dict[str, Any]]:
     """Train one member per seed with the cached-top recipe and write each to its `out_dirs` entry
     (atomically). `dev`: labelled examples for early stopping (default: carved from `examples` by `keys`).
     `device`: where to train (default: ZOO_DEVICE's policy). Returns each member's metrics (train/dev loss,
-    steps, whether it stopped early, seconds, the device)."""
+    steps, whether it stopped early, seconds, the device). `dynamics`: record each member's training dynamics
+    (one checkpoint per complete pass over the train rows, keyed by `keys`) and write its data map into its
+    artifact (`zoo.dynamics.DYNAMICS_FILE`)."""
     if not examples:
         raise ValueError("no training examples")
     if len(out_dirs) != len(seeds):
@@ -318,6 +324,8 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
     configure_threads()
     started = time.perf_counter()
     head = get_head(spec.head)
+    if keys is not None and len(keys) == len(examples):  # the keys travel with the rows (dev carving, dynamics)
+        examples = [e if e.key == k else TrainExample(e.model_input, e.target, k) for e, k in zip(examples, keys, strict=True)]
     train_rows, dev_rows = (list(examples), list(dev)) if dev is not None else carve_dev(examples, keys, spec)
     tokenizer = load_tokenizer(spec.train_spec(0))
     seed_everything(0)
@@ -363,8 +371,9 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
         model = copy.deepcopy(base)
         seed_everything(seed)
         _reset_head(model)
+        recorder = TrainingDynamics(example_keys(train_rows)) if dynamics else None
         metrics = _fit_member(model, train_cache, dev_cache, spec, seed, frozen, steps, index, tick,
-                              mixed=mixed, batch_size=batch_size, whole=bool(whole))
+                              mixed=mixed, batch_size=batch_size, whole=bool(whole), dynamics=recorder)
         metrics.update({"recipe": CACHED_TOP, "train_examples": len(train_features), "dev_examples": len(dev_features),
                         "frozen_layers": frozen, "cache_seconds": round(cache_seconds, 2),
                         "seconds": round(time.perf_counter() - member_started, 2), "device": described,
@@ -375,6 +384,8 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
             metrics["batch_size"] = batch_size
         meta = {"recipe": {"name": CACHED_TOP, **asdict(spec)}, "device": described, **(metas[index] or {})}
         save_artifact(model, tokenizer, spec.train_spec(seed), metrics, Path(out_dir), meta)
+        if recorder is not None:
+            cartography.write(out_dir, recorder.passes)
         del model
         results.append(metrics)
         done[0] = cache_batches + steps * (index + 1)  # a member that stopped early skips its remaining steps
@@ -389,9 +400,11 @@ def train_ensemble(examples: Sequence[TrainExample], spec: RecipeSpec, out_dirs:
 def _fit_member(model: torch.nn.Module, cache: CachedStates | TokenBatches, dev: CachedStates | TokenBatches | None,
                 spec: RecipeSpec, seed: int, frozen: int, steps: int, index: int,
                 tick: Callable[[dict[str, float]], None], *, mixed: Precision | None = None,
-                batch_size: int | None = None, whole: bool = False) -> dict[str, Any]:
+                batch_size: int | None = None, whole: bool = False,
+                dynamics: TrainingDynamics | None = None) -> dict[str, Any]:
     """One member's updates: the tail (`families.tail_view`: layers[frozen:], pooler, head) on the cached
-    states, or, `whole`, the whole model on the tokens."""
+    states, or, `whole`, the whole model on the tokens. `dynamics`: records each row's gold-label probability
+    from these forward passes, one checkpoint per complete pass (`length_bucketed_batches` call)."""
     mixed = mixed or Precision(torch.device("cpu"), training_dtype(spec))
     batch_size = batch_size or spec.batch_size
     model.train()
@@ -413,9 +426,15 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates | TokenBatches, dev:
         while step < steps and not stopped:
             if not batches:
                 batches = length_bucketed_batches(cache.lengths(), batch_size, generator, spec.bucket_batches)
+                if dynamics is not None:
+                    dynamics.begin_pass()  # closes the pass before it (a checkpoint: every row was seen)
             ids = batches.pop()
+            batch = cache.batch(ids)
             with mixed.autocast():
-                loss = runner(**cache.batch(ids)).loss
+                output = runner(**batch)
+            loss = output.loss
+            if dynamics is not None:
+                dynamics.record(ids, output, batch)
             mixed.step(loss, params, optimizer)
             scheduler.step(), optimizer.zero_grad()
             step += 1
@@ -435,6 +454,8 @@ def _fit_member(model: torch.nn.Module, cache: CachedStates | TokenBatches, dev:
     finally:
         for p in model.parameters():
             p.requires_grad_(True)
+    if dynamics is not None:
+        dynamics.end_pass()  # the last pass: a checkpoint only if it was completed (not cut short)
     if best is not None:
         with torch.no_grad():
             for p, kept in zip(params, best[1], strict=True):

@@ -211,7 +211,8 @@ class InProcessTrainer(Trainer):
               progress: Progress | None) -> list[dict[str, Any]]:
         from zoo import training
 
-        examples = [training.TrainExample(m, t) for m, t in zip(job.train.inputs, job.train.targets, strict=True)]
+        examples = [training.TrainExample(m, t, k) for m, t, k in
+                    zip(job.train.inputs, job.train.targets, job.train.keys, strict=True)]
         results = []
         for n, (i, meta) in enumerate(zip(todo, metas, strict=True)):
             member = training.TrainSpec(**{**spec, "seed": job.seeds[i]})

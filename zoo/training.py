@@ -26,6 +26,7 @@ import numpy
 import torch
 
 from zoo import device as devices
+from zoo import dynamics as cartography
 from zoo import encoder as enc
 from zoo import encoders
 from zoo.heads import HEADS, get_head
@@ -60,6 +61,7 @@ class TrainSpec:
 class TrainExample:
     model_input: dict[str, str]
     target: Any  # a label, or {"text", "start"} for QA
+    key: str | None = None  # the example's key (training dynamics are keyed by it; None: its position)
 
 
 def seed_everything(seed: int) -> None:
@@ -110,9 +112,10 @@ def encoder_meta(encoder: str) -> dict[str, Any]:
 
 def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str,
           progress: Progress | None = None, extra_meta: dict[str, Any] | None = None,
-          device: torch.device | str | None = None) -> dict[str, Any]:
+          device: torch.device | str | None = None, dynamics: bool = cartography.RECORD_DYNAMICS) -> dict[str, Any]:
     """Fine-tune and write the artifact to `out_dir` (atomically). Returns the training metrics.
-    `device`: where to train (default: ZOO_DEVICE's policy, `zoo.device.resolve`)."""
+    `device`: where to train (default: ZOO_DEVICE's policy, `zoo.device.resolve`). `dynamics`: record the training
+    dynamics of every example (`zoo.dynamics`) and write its data map beside the artifact (DYNAMICS_FILE)."""
     if not examples:
         raise ValueError("no training examples")
     where = the_device(device)
@@ -121,8 +124,9 @@ def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str
     tokenizer = load_tokenizer(spec)
     features = get_head(spec.head).features(tokenizer, examples, spec.labels, spec.max_length)
     model = build_model(spec)
+    recorder = TrainingDynamics(example_keys(examples)) if dynamics else None
     started = time.perf_counter()
-    loss = fit(model, tokenizer, features, spec, progress, device=where)
+    loss = fit(model, tokenizer, features, spec, progress, device=where, dynamics=recorder)
     seconds = time.perf_counter() - started
     metrics = {"train_loss": loss, "train_examples": len(features), "epochs": spec.epochs, "seconds": round(seconds, 2),
                "examples_per_s": round(len(features) * spec.epochs / max(seconds, 1e-9), 1),
@@ -130,7 +134,14 @@ def train(examples: Sequence[TrainExample], spec: TrainSpec, out_dir: Path | str
     if where.type != "cpu":
         metrics["batch_size"] = devices.batch_size_for(where, spec.batch_size, parameter_count(model))
     save_artifact(model, tokenizer, spec, metrics, Path(out_dir), {"device": devices.describe(where), **(extra_meta or {})})
+    if recorder is not None:
+        cartography.write(out_dir, recorder.passes)
     return metrics
+
+
+def example_keys(examples: Sequence[TrainExample]) -> list[str]:
+    """Each example's key for its training dynamics: its own, else its position."""
+    return [e.key if e.key is not None else f"#{i}" for i, e in enumerate(examples)]
 
 
 def parameter_count(model: torch.nn.Module) -> int:
@@ -169,10 +180,12 @@ class Precision:
 
 
 def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: TrainSpec,
-        progress: Progress | None, device: torch.device | str | None = None) -> float:
+        progress: Progress | None, device: torch.device | str | None = None,
+        dynamics: TrainingDynamics | None = None) -> float:
     """Train `model` on the features for `spec.epochs` passes on `device` (default: the policy's,
     `zoo.device.resolve`); returns the mean loss of the last epoch. On a GPU the model is moved there and stays
-    (`save_artifact` writes CPU tensors); on the CPU the loop is the one it always was."""
+    (`save_artifact` writes CPU tensors); on the CPU the loop is the one it always was. `dynamics`: a recorder
+    that keeps, per epoch, the gold-label probability of every feature from the training forward pass."""
     where = the_device(device)
     model.to(where)
     mixed = Precision(where)  # on the CPU: float32, backward, clipping and the step as the loop always did
@@ -187,10 +200,16 @@ def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: Trai
     step, recent = 0, []
     for _ in range(spec.epochs):
         order = torch.randperm(len(features), generator=generator).tolist()
+        if dynamics is not None:
+            dynamics.begin_pass()
         for b in range(per_epoch):
-            batch = collate(tokenizer, [features[i] for i in order[b * batch_size:(b + 1) * batch_size]], target_keys)
+            ids = order[b * batch_size:(b + 1) * batch_size]
+            batch = devices.to_device(collate(tokenizer, [features[i] for i in ids], target_keys), where)
             with mixed.autocast():
-                loss = model(**devices.to_device(batch, where)).loss
+                output = model(**batch)
+            loss = output.loss
+            if dynamics is not None:
+                dynamics.record(ids, output, batch)
             mixed.step(loss, model.parameters(), optimizer)
             scheduler.step(), optimizer.zero_grad(set_to_none=True)
             # a GPU keeps the losses as tensors (no synchronisation per step); the CPU reads each at once
@@ -198,8 +217,82 @@ def fit(model: torch.nn.Module, tokenizer: Any, features: list[dict], spec: Trai
             step, recent = step + 1, (recent + [value])[-per_epoch:]
             if progress:
                 progress(step, total, {"loss": float(sum(recent) / len(recent))})
+        if dynamics is not None:
+            dynamics.end_pass()
     model.eval()
     return round(float(sum(recent) / len(recent)), 4)
+
+
+# -- training dynamics (dataset cartography, `zoo.dynamics`) -----------------------------------------
+
+
+@torch.no_grad()
+def gold_probability(output: Any, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(probability of the gold target, whether it is the argmax) per row of a batch, from the forward pass's
+    output: a classifier's label (`labels`), or a span's start and end (`start_positions`, `end_positions`: the
+    product of the two probabilities, right when both argmaxes are). None for an output it cannot read."""
+    if "labels" in batch and getattr(output, "logits", None) is not None and output.logits.dim() == 2:
+        probs = torch.softmax(output.logits.detach().float(), dim=-1)
+        gold = batch["labels"].to(probs.device)
+        return probs.gather(1, gold[:, None]).squeeze(1), probs.argmax(-1) == gold
+    if "start_positions" in batch and getattr(output, "start_logits", None) is not None:
+        start = torch.softmax(output.start_logits.detach().float(), dim=-1)
+        end = torch.softmax(output.end_logits.detach().float(), dim=-1)
+        s, e = batch["start_positions"].to(start.device), batch["end_positions"].to(end.device)
+        p = start.gather(1, s[:, None]).squeeze(1) * end.gather(1, e[:, None]).squeeze(1)
+        return p, (start.argmax(-1) == s) & (end.argmax(-1) == e)
+    return None
+
+
+class TrainingDynamics:
+    """Records the training dynamics of one model: for every pass over the data, each training row's gold-label
+    probability and correctness from the training forward pass (no extra forward pass: the cartography code reads
+    the same logits). On a GPU the values stay there until the pass ends (one transfer per pass, no
+    synchronisation per step). A pass becomes a checkpoint only when it saw every row (`zoo.dynamics.Passes`)."""
+
+    def __init__(self, keys: Sequence[str]):
+        self.passes = cartography.Passes(list(keys))
+        self._ids: list[list[int]] = []
+        self._values: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._open = False
+        self.unreadable = False  # the output had nothing to read (a head without a gold target)
+
+    def begin_pass(self) -> None:
+        if self._open:
+            self.end_pass()
+        self._ids, self._values, self._open = [], [], True
+
+    def record(self, ids: Sequence[int], output: Any, batch: dict[str, torch.Tensor]) -> None:
+        if not self._open or self.unreadable:
+            return
+        read = gold_probability(output, batch)
+        if read is None:
+            self.unreadable = True
+            return
+        self._ids.append(list(ids))
+        self._values.append(read)
+
+    def end_pass(self) -> None:
+        """Close the pass: a checkpoint when every row was seen (the last one it saw counts for a row seen twice),
+        else counted as dropped."""
+        if not self._open:
+            return
+        self._open = False
+        n = len(self.passes.keys)
+        if self.unreadable or not self._values:
+            return
+        probs = torch.cat([p for p, _ in self._values]).float().cpu().tolist()
+        right = torch.cat([c for _, c in self._values]).cpu().tolist()
+        ids = [i for chunk in self._ids for i in chunk]
+        seen_p: list[float | None] = [None] * n
+        seen_c: list[bool] = [False] * n
+        for i, p, c in zip(ids, probs, right, strict=True):
+            seen_p[i], seen_c[i] = p, c
+        self._ids, self._values = [], []
+        if any(p is None for p in seen_p):
+            self.passes.dropped += 1
+            return
+        self.passes.add(seen_p, seen_c)  # type: ignore[arg-type]
 
 
 def linear_schedule(optimizer: torch.optim.Optimizer, warmup: int, total: int) -> torch.optim.lr_scheduler.LambdaLR:
