@@ -44,7 +44,7 @@ print('new_round_weight', t.typed_config.retraining.new_round_weight)"
   LD_PRELOAD=$JEMALLOC "$PY" manage.py demo_models --tasks nli --no-progress > "$dir/demo_models.log" 2>&1
   demo=$(( $(date +%s) - start ))
   echo "== $recipe: simulate $(date +%T) (demo models ${demo}s)"
-  LD_PRELOAD=$JEMALLOC "$PY" manage.py simulate_rounds nli --writers "$WRITERS" --held-out "${HELD[@]}" \
+  LD_PRELOAD=$JEMALLOC "$PY" -m research.simulate_rounds nli --writers "$WRITERS" --held-out "${HELD[@]}" \
     --out "$dir/report.md" --json "$dir/report.json" > /dev/null 2> "$dir/simulate.log"
   echo "{\"demo_s\": $demo, \"total_s\": $(( $(date +%s) - start ))}" > "$dir/wall.json"
 done

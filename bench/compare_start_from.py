@@ -1,4 +1,5 @@
-"""Pair two simulate_rounds reports that differ by one setting (e.g. retraining.start_from), example by example.
+"""Pair two `python -m research.simulate_rounds` reports that differ by one setting (e.g. retraining.start_from),
+example by example.
 
 Both runs replay the same writers and held-out samples (same files, sizes and seed), so each ensemble row's
 per-example errors ("wrong", in sample order) line up: for each round's ensemble and held-out file, the error of

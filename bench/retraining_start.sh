@@ -21,7 +21,7 @@ for arm in pretrained live; do
   cp "$WORK/base.sqlite3" "$WORK/$arm/db.sqlite3" && cp -r "$WORK/models" "$WORK/$arm/models"
   export DATABASE_URL=sqlite:///$WORK/$arm/db.sqlite3 MODEL_STORE=$WORK/$arm/models
   start=$(date +%s)
-  $PY manage.py simulate_rounds sentiment --start-from $arm --seeds 0,1,2 \
+  $PY -m research.simulate_rounds sentiment --start-from $arm --seeds 0,1,2 \
     --writers dynasent/r1_dev.jsonl:$R1@dynasent dynasent/r2_dev.jsonl:$R2@dynasent \
     --held-out dynasent/r1_test.jsonl:$HELD@dynasent dynasent/r2_test.jsonl:$HELD@dynasent \
     --out "$WORK/$arm/report.md" --json "$WORK/$arm/report.json" > "$WORK/$arm/run.log" 2>&1

@@ -1,4 +1,5 @@
-"""The summary table of bench/compare_round_recipes.sh: one row per recipe, from each run's `simulate_rounds --json`.
+"""The summary table of bench/compare_round_recipes.sh: one row per recipe, from each run's
+`python -m research.simulate_rounds --json`.
 
     .venv/bin/python bench/round_recipes_table.py OUT/old OUT/new
 

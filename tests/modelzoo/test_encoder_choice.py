@@ -157,6 +157,10 @@ def test_the_pipeline_api_answers_400_with_the_reason(sentiment, api):
     ("simulate_rounds", ["enc", "--writers", "README.md", "--held-out", "README.md", "--encoder", "nope"]),
 ])
 def test_the_commands_refuse_a_bad_encoder_with_the_reason(sentiment, command, args):
+    if command == "simulate_rounds":  # research's command (python -m research.simulate_rounds), not manage.py's
+        from research.simulate_rounds.command import Command
+
+        command = Command()
     with pytest.raises(CommandError, match="unknown encoder 'nope'"):
         call_command(command, *args)
 

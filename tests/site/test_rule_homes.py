@@ -76,7 +76,7 @@ def test_everything_that_decides_fooled_goes_through_the_seam():
             for rel, found in calls_named(set(ENTRY_POINTS)).items()}  # other functions named `decide` are not it
     callers = {rel for rel, found in seam.items() if found}
     assert {"annotation/scoring/verdicts.py", "annotation/services.py", "annotation/assistant.py",
-            "modelzoo/opponent.py", "rounds/simulation.py"} <= callers
+            "modelzoo/opponent.py", "research/simulate_rounds/replay.py"} <= callers
     # scoring's entry point is the seam's own: it hands the model server's answer to `decide`
     assert "decide" in seam["annotation/scoring/verdicts.py"]
 

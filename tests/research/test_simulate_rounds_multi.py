@@ -1,4 +1,4 @@
-"""`manage.py simulate_rounds` over several rounds: one writers' file per round, closed in order through the real
+"""`python -m research.simulate_rounds` over several rounds: one writers' file per round, closed in order through the real
 pipeline; each round's ensemble on every held-out file (error, 95 % Wilson interval), the exact McNemar test
 between consecutive rounds; and no word maps computed while it replays."""
 
@@ -13,10 +13,11 @@ from annotation import jobs
 from annotation.models import Example
 from annotation.services import Submission, submit
 from modelzoo.services import active_ensemble
+from research.simulate_rounds.command import Command
+from research.simulate_rounds.replay import acknowledge, mcnemar, mcnemar_exact, simulated_user
 from rounds.models import PipelineRun
-from rounds.simulation import acknowledge, mcnemar, mcnemar_exact, simulated_user
 from tasks import roles
-from tests.rounds.test_simulation import rows, task, write  # noqa: F401 - `task`: the fixture
+from tests.research.test_simulation import _fast, rows, task, write  # noqa: F401 - `task`, `_fast`: fixtures
 
 
 @pytest.fixture
@@ -35,7 +36,7 @@ def test_two_rounds_give_a_row_per_rounds_ensemble_and_paired_tests(task, tmp_pa
     held_a = write(tmp_path / "held_a.jsonl", rows(900, 10))
     held_b = write(tmp_path / "held_b.jsonl", rows(950, 12))
     out, figures = tmp_path / "report.md", tmp_path / "report.json"
-    call_command("simulate_rounds", "sim", "--writers", str(first), str(second), "--held-out", str(held_a),
+    call_command(Command(), "sim", "--writers", str(first), str(second), "--held-out", str(held_a),
                  f"{held_b}:6", "--writer-count", "2", "--validators", "2", "--out", str(out), "--json", str(figures))
     data = json.loads(figures.read_text())
     a, b = str(held_a), str(held_b)
@@ -119,8 +120,8 @@ def test_files_in_their_datasets_own_shape_are_read_through_an_import_preset(tas
     with a message that names the fix."""
     from django.core.management.base import CommandError
 
-    from rounds.management.commands.simulate_rounds import data_file
-    from rounds.simulation import SimulationError, read_rows
+    from research.simulate_rounds.command import data_file
+    from research.simulate_rounds.replay import SimulationError, read_rows
 
     dynasent = tmp_path / "r1_dev.jsonl"
     dynasent.write_text("\n".join(json.dumps({"text_id": f"r1-{i}", "sentence": s, "label": label,

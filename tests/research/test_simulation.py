@@ -1,4 +1,4 @@
-"""`manage.py simulate_rounds`: labelled examples replayed through the real services by simulated writers and
+"""`python -m research.simulate_rounds`: labelled examples replayed through the real services by simulated writers and
 validators, the round closed by the pipeline, the live ensemble's held-out error reported before and after."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Example
 from modelzoo.services import active_ensemble, default_spec, deploy_ensemble, train_model
+from research.simulate_rounds.command import Command
+from research.simulate_rounds.replay import paired_bootstrap, wilson
 from rounds.models import PipelineRun
-from rounds.simulation import paired_bootstrap, wilson
 from tests.factories import TaskFactory
-from tests.rounds.conftest import fill_task, sentence
+from tests.rounds.conftest import _fast, fill_task, sentence  # noqa: F401 - `_fast`: tiny models, inline jobs
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_simulate_rounds_replays_a_file_and_reports_the_error_before_and_after(t
     source = write(tmp_path / "adversarial.jsonl", adversarial)
     heldout = write(tmp_path / "heldout.jsonl", rows(900, 12))
     report, figures = tmp_path / "report.md", tmp_path / "report.json"
-    call_command("simulate_rounds", "sim", str(source), "--heldout", str(heldout), "--writers", "3",
+    call_command(Command(), "sim", str(source), "--heldout", str(heldout), "--writers", "3",
                  "--validators", "3", "--report", str(report), "--json", str(figures))
     data = json.loads(figures.read_text())
     played, name = data["rounds"][0], str(heldout)
@@ -79,13 +80,13 @@ def test_simulate_rounds_needs_a_live_ensemble_or_bootstrap(db, tmp_path):
     task = TaskFactory(slug="bare", kind="sentiment")
     source = write(tmp_path / "a.jsonl", rows(0, 2))
     with pytest.raises(CommandError, match="no open round with a live ensemble"):
-        call_command("simulate_rounds", task.slug, str(source), "--heldout", str(source))
+        call_command(Command(), task.slug, str(source), "--heldout", str(source))
 
 
 def test_simulate_rounds_refuses_a_file_that_does_not_fit_the_task(task, tmp_path):
     source = write(tmp_path / "a.jsonl", [{"premise": "x", "hypothesis": "y", "label": "neutral"}])
     with pytest.raises(CommandError, match="missing text"):
-        call_command("simulate_rounds", "sim", str(source), "--heldout", str(source))
+        call_command(Command(), "sim", str(source), "--heldout", str(source))
 
 
 def test_the_intervals():

@@ -10,8 +10,9 @@ deployment). With several writers' files, one round per file, closed in order.
 The report: each round's ensemble (the live one at the start, then the one each closed round deployed) on every
 held-out file, its error with a 95 % Wilson interval; between consecutive ensembles, per held-out file, the exact
 McNemar test on the discordant pairs and the paired difference with a 95 % paired bootstrap interval; and each
-round's own figures (submitted, fooled, votes, the pipeline's decision table). `manage.py simulate_rounds` is the
-command; docs/simulate_rounds.md has runs' reports.
+round's own figures (submitted, fooled, votes, the pipeline's decision table). `python -m research.simulate_rounds`
+is the command (research/simulate_rounds/command.py); docs/simulate_rounds.md has runs' reports. It is research
+that imports the product, not part of it: no app imports it (tests/site/test_import_layers.py).
 
 Nothing is mocked: the simulation writes real rows (users named `sim-…`, examples, votes, pipeline runs, new
 rounds) into the database it runs on, so run it on a copy or a scratch database, never on a live task.

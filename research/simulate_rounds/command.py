@@ -1,7 +1,11 @@
-"""`manage.py simulate_rounds <task> --writers R1.jsonl [R2.jsonl …] --held-out H.jsonl [H2.jsonl …]`: simulated
-rounds through the real services (rounds.simulation), one per writers' file, closed in order; the report is each
-round's ensemble on every held-out file (error, 95 % Wilson interval) and the exact McNemar test between
-consecutive rounds. The old form, `<task> <adversarial.jsonl> --heldout FILE`, is one writers' file."""
+"""`python -m research.simulate_rounds <task> --writers R1.jsonl [R2.jsonl …] --held-out H.jsonl [H2.jsonl …]`:
+simulated rounds through the real services (research.simulate_rounds.replay), one per writers' file, closed in
+order; the report is each round's ensemble on every held-out file (error, 95 % Wilson interval) and the exact
+McNemar test between consecutive rounds. The old form, `<task> <adversarial.jsonl> --heldout FILE`, is one
+writers' file.
+
+A Django management command's class (its parser, its CommandError), run by research/simulate_rounds/__main__.py
+rather than registered under `manage.py`: the simulation is research beside the product, not part of it."""
 
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from modelzoo import encoders
 from modelzoo.encoders import START_FROM
-from rounds.simulation import ON_WORSE, DataFile, SimulationError, simulate
+from research.simulate_rounds.replay import ON_WORSE, DataFile, SimulationError, simulate
 from tasks.importing import PRESETS
 from tasks.models import Task
 
