@@ -18,7 +18,7 @@ from modelzoo import intervals, opponent
 from modelzoo.models import Ensemble, EnsembleScore, Evaluation, ModelMeasurement, ModelVersion
 from modelzoo.services import active_members, predict_with
 from modelzoo.serving import ModelRef, get_backend
-from rounds import datasets
+from rounds import datasets, robustness
 from rounds.models import ResearcherModel
 from tasks.models import Round, Task
 from zoo.aggregation import get_strategy
@@ -115,19 +115,22 @@ class PredictionCache:
 
 
 def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | None = None,
-                        log: Log = print, progress: Progress | None = None) -> dict[str, Any]:
-    """Score all ready models and all rounds' ensembles (plus `extra` ensembles, by round) on every test set."""
+                        log: Log = print, progress: Progress | None = None, remeasure: bool = False) -> dict[str, Any]:
+    """Score all ready models and all rounds' ensembles (plus `extra` ensembles, by round) on every test set, with
+    their robustness and fairness (`rounds.robustness`; `remeasure`: again, even on the same perturbed copy)."""
     sets = datasets.test_sets(task)
     versions = scoreable_versions(task)
     ensembles = {**round_ensembles(task), **{n: list(m) for n, m in (extra or {}).items()}}
     log(f"{len(versions)} model versions, {len(ensembles)} ensembles, test sets: {', '.join(sets) or 'none'}")
-    cache, counts = PredictionCache(), {"evaluations": 0, "ensemble_scores": 0}
+    cache, counts = PredictionCache(), {"evaluations": 0, "ensemble_scores": 0, "robustness": 0}
     for i, name in enumerate(sets):
         labelled = datasets.load(task, name)
         if not labelled.inputs:
             continue
         counts["evaluations"] += _score_models(task, versions, labelled, cache, log)
         counts["ensemble_scores"] += _score_ensembles(task, ensembles, labelled, cache, log)
+        counts["robustness"] += robustness.measure(task, labelled, versions, ensembles, cache, PredictionCache(), log,
+                                                   force=remeasure)
         if progress:
             progress((i + 1) / len(sets), f"{i + 1}/{len(sets)} test sets")
     record_measurements(cache)
@@ -212,6 +215,7 @@ def evaluate_version(version: ModelVersion, log: Log = print) -> dict[str, Any]:
         labelled = datasets.load(task, name)
         if labelled.inputs:
             done += _score_models(task, [version], labelled, cache, log)
+            robustness.measure(task, labelled, [version], {}, cache, PredictionCache(), log)
     record_measurements(cache)
     return {"evaluations": done}
 
