@@ -9,7 +9,7 @@ once per distinct text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import islice
@@ -82,6 +82,25 @@ def _loads(text: str) -> Any:
     return _decode(text)[0]
 
 
+# Where the `data_map_region` column comes from: functions task -> {example id: region}, registered by the layer
+# that keeps the data maps (rounds registers `rounds.datamaps.regions_by_example` in its app config; exports sits
+# below rounds and never imports it). None registered: the column is empty.
+DataMapRegions = Callable[[Task], dict[int, str]]
+DATA_MAP_SOURCES: list[DataMapRegions] = []
+
+
+def register_data_map_source(source: DataMapRegions) -> None:
+    if source not in DATA_MAP_SOURCES:
+        DATA_MAP_SOURCES.append(source)
+
+
+def data_map_regions(task: Task) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for source in DATA_MAP_SOURCES:
+        out.update(source(task))
+    return out
+
+
 # JSON columns whose values repeat across rows: decoded and projected once per distinct text (bounded caches).
 REPEATING = ("context", "target", "validated_label", "reliability_label", "model_versions")
 CACHE_MAX = 10_000
@@ -109,11 +128,18 @@ class RecordBuilder:
     _ids: dict[int, str] = field(default_factory=dict, init=False)
     _labels: dict[str | None, str] = field(default_factory=dict, init=False)
     _repeats: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _regions: dict[int, str] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self.kind = self.task.kind_impl
         self.schema = export_schema(self.task)
         self._repeats = {column: {} for column in REPEATING}
+
+    def region(self, example_id: int) -> str | None:
+        """The example's data-map region (read once per builder, on the first record)."""
+        if self._regions is None:
+            self._regions = data_map_regions(self.task)
+        return self._regions.get(example_id)
 
     def annotator(self, user_id: int) -> str:
         if user_id not in self._ids:
@@ -170,6 +196,7 @@ class RecordBuilder:
             "model_predictions": value("model_predictions", text["model_predictions"]),
             "model_versions": value("model_versions", text["model_versions"]),
             "hardness_score": row["context__hardness_score"],
+            "data_map_region": self.region(row["id"]),
             "annotator_id": self.annotator(row["author_id"]),
             "created_at": row["created_at"].isoformat(),
             "exclusion": exclusion,

@@ -64,6 +64,7 @@ COLUMNS: dict[str, str] = {
     "model_predictions": JSON,
     "model_versions": JSON,
     "hardness_score": FLOAT,
+    "data_map_region": STR,
     "annotator_id": STR,
     "created_at": STR,
     "exclusion": STR,
@@ -101,6 +102,8 @@ DESCRIPTIONS: dict[str, str] = {
     "model_predictions": "each model's prediction (a language-model opponent's row has opponent = true)",
     "model_versions": "the model versions that scored it",
     "hardness_score": "the context's hardness score, where hardness seeding scored it",
+    "data_map_region": ("easy-to-learn, ambiguous or hard-to-learn: the example's region in the newest data map "
+                        "(dataset cartography) of a retraining that trained on it; empty where none"),
     "annotator_id": "a salted hash of the writer, stable within this task",
     "created_at": "when it was written (ISO 8601, UTC)",
     "exclusion": "why it is in the excluded file (empty elsewhere)",

@@ -30,3 +30,9 @@ class RoundsConfig(AppConfig):
         # /healthz's stuck work: pipeline runs and uploads, by the rules of the console (rounds.health).
         health.register_stuck("pipelines", stuck_pipelines, order=20)
         health.register_stuck("uploads_evaluating_too_long", stuck_uploads, order=30)
+
+        from exports.records import register_data_map_source
+        from rounds.datamaps import regions_by_example
+
+        # The round dataset export's data_map_region column: the newest data map of a retraining (rounds.datamaps).
+        register_data_map_source(regions_by_example)

@@ -10,6 +10,7 @@ from typing import Any
 from annotation.managers import rate
 from annotation.models import Assistance, Example
 from modelzoo.models import EnsembleScore
+from rounds import datamaps
 from rounds.charts import Series, bar_chart, line_chart, time_labels
 from rounds.dashboard_seeds import seed_charts, seed_figures
 from rounds.datasets import dataset_label, test_sets
@@ -146,6 +147,7 @@ def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:
             "labels": label_distribution(task), "ensembles": ensemble_matrix(task), "annotators": annotators(task),
             "seeds": seed_figures(chosen) if chosen else None,
             "assistant": assistant_comparison(chosen) if chosen else [],
+            "data_map": datamaps.summary(chosen),
             "before_after": before_after(task)}
 
 
@@ -157,6 +159,7 @@ def charts(data: dict[str, Any]) -> dict[str, Any]:
     over_time = data["fooling_over_time"]
     return {
         **seed_charts(data.get("seeds")),
+        "data_map": datamaps.scatter(data.get("data_map")),
         "mer": bar_chart("MER and vMER per round", rounds, [
             Series("MER", [r["mer"] for r in data["rounds"]]), Series("vMER", [r["vmer"] for r in data["rounds"]])]),
         "fooling": line_chart(f"Fooling rate over time, round {data['round']}",

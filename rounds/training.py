@@ -7,7 +7,8 @@ per source (base data and each round) before the copies are made, so it holds ol
 sits on both sides. The recipe is the model zoo's (`modelzoo.ensemble_training`, the same as the demo
 models'): by default ``cached-top`` (frozen lower layers encoded once for every member, top block(s)
 fine-tuned per seed, steps scaled to the data, early stopping on that dev set); option ``recipe: "full"`` is
-the earlier recipe (every layer, `epochs` fixed passes, no dev set), kept for comparison.
+the earlier recipe (every layer, `epochs` fixed passes, no dev set), kept for comparison. Either way each member
+records its training dynamics, kept as the round's data maps (`rounds.datamaps`, dataset cartography).
 
 Where it trains is settings.TRAINING_BACKEND (`modelzoo.trainers`): in this process (the default), or on a GPU
 worker of the "training" queue. Then the step says what it waits for (queued, no worker serves the queue,
@@ -20,7 +21,7 @@ import time
 
 from modelzoo import ensemble_training, trainers
 from modelzoo.models import ModelVersion
-from rounds import datasets
+from rounds import datamaps, datasets
 from rounds.context import StepContext
 
 
@@ -47,7 +48,20 @@ def train_ensemble(ctx: StepContext, round_number: int) -> list[ModelVersion]:
     ctx.save_result(versions=[v.pk for v in versions])
     for version in versions:
         ctx.log(f"{version.name} (v{version.version}) {_summary(version)}")
+    record_data_maps(ctx, round_number, versions)
     return versions
+
+
+def record_data_maps(ctx: StepContext, round_number: int, versions: list[ModelVersion]) -> None:
+    """Each member's training dynamics as the round's data maps (`rounds.datamaps`). A map that cannot be stored
+    is logged, never a failed retraining: the models are what the round needs."""
+    try:
+        round_ = ctx.task.rounds.get(number=round_number)
+        maps = datamaps.store(round_, versions, ctx.log)
+    except Exception as exc:  # noqa: BLE001 - the data map is a by-product of training, not a step of its own
+        ctx.log(f"data maps not stored: {type(exc).__name__}: {exc}")
+        return
+    ctx.save_result(data_maps=[m.pk for m in maps])
 
 
 def _echo(ctx: StepContext):
