@@ -286,3 +286,28 @@ def test_the_upload_page_says_what_was_wrong_with_a_refused_file(task, researche
                                          {"name": "x", "file": SimpleUploadedFile("p.jsonl", b"\xff\xfe")})
     assert answer.status_code == 400 and "not UTF-8 text" in answer.content.decode()
     assert not PredictionUpload.objects.exists()
+
+
+def test_a_large_file_is_checked_and_scored_inline_within_seconds(db, researcher, capsys):
+    """Scoring runs inside the request (no job): 3,000 test rows and their predictions, checked and scored with the
+    kind's metrics and intervals (macro-F1's by bootstrap), well within a request's time. The docs quote the time."""
+    import time
+
+    from tasks.models import LabeledItem, payload_hash
+
+    task = TaskFactory(slug="large", kind="sentiment")
+    labels = ["positive", "negative", "neutral"]
+    LabeledItem.objects.bulk_create([
+        LabeledItem(task=task, collection="big", split="test", input={"text": f"sentence {n}"},
+                    target=labels[n % 3], key=payload_hash("big", n)) for n in range(3000)])
+    rows = predictions.test_rows(task)["*/test"]
+    lines = [{"id": r.id, "label": r.target if n % 4 else labels[(n + 1) % 3]} for n, r in enumerate(rows)]
+    started = time.perf_counter()
+    answer = upload(client_for(researcher), jsonl(*lines), slug="large")
+    seconds = time.perf_counter() - started
+    assert answer.status_code == 201
+    figures = {f["metric"]: f["value"] for f in answer.json()["test_sets"][0]["figures"]}
+    assert figures["accuracy"] == pytest.approx(0.75)
+    with capsys.disabled():
+        print(f"\n3000-row prediction file checked, scored and stored in {seconds:.2f} s")
+    assert seconds < 20
