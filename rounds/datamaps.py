@@ -59,18 +59,25 @@ def store(round_: Round, versions: Sequence[ModelVersion], log: Callable[[str], 
             counts = ", ".join(f"{made.counts.get(r, 0)} {r}" for r in dynamics.REGIONS)
             log(f"{version.name}: data map over {made.checkpoints} checkpoints: {counts}")
     DataMap.objects.filter(round=round_).exclude(model_version__in=list(versions)).delete()
+    agree = dynamics.agreement([m.entries for m in stored if m.entries])
+    for m in stored:  # kept with each map, so the dashboard reads one map's entries, not every member's
+        m.settings = {**m.settings, "agreement": agree, "members": len(stored)}
+        DataMap.objects.filter(pk=m.pk).update(settings=m.settings)
+    if agree is not None:
+        log(f"the {len(stored)} members put {agree:.1%} of the examples in the same region")
     return stored
 
 
-def maps_of(round_: Round) -> list[DataMap]:
-    """The round's data maps in member order."""
-    return sorted(DataMap.objects.filter(round=round_).select_related("model_version"),
-                  key=lambda m: (m.settings.get("member", 0), m.pk))
+def maps_of(round_: Round, entries: bool = True) -> list[DataMap]:
+    """The round's data maps in member order (`entries=False`: without their entries, the large field)."""
+    rows = DataMap.objects.filter(round=round_).select_related("model_version")
+    return sorted(rows if entries else rows.defer("entries"), key=lambda m: (m.settings.get("member", 0), m.pk))
 
 
 def primary(round_: Round) -> DataMap | None:
-    maps = maps_of(round_)
-    return maps[0] if maps else None
+    """The round's map: its first member's."""
+    maps = maps_of(round_, entries=False)
+    return DataMap.objects.select_related("model_version").get(pk=maps[0].pk) if maps else None
 
 
 def _stable(key: str) -> str:
@@ -80,12 +87,9 @@ def _stable(key: str) -> str:
 def summary(round_: Round | None, sample: int = SCATTER_MAX) -> dict[str, Any] | None:
     """What the dashboard shows of a round's data map: the first member's counts per region, the cut, the points
     to draw (every entry, or a stable sample of `sample`), and the members' agreement. None without a map."""
-    if round_ is None:
+    first = primary(round_) if round_ is not None else None
+    if first is None:
         return None
-    maps = maps_of(round_)
-    if not maps:
-        return None
-    first = maps[0]
     entries = first.entries
     points = entries if len(entries) <= sample else sorted(entries, key=lambda e: _stable(e["key"]))[:sample]
     total = sum(first.counts.values())
@@ -95,7 +99,7 @@ def summary(round_: Round | None, sample: int = SCATTER_MAX) -> dict[str, Any] |
         "counts": [{"region": r, "count": first.counts.get(r, 0),
                     "share": first.counts.get(r, 0) / total if total else None} for r in dynamics.REGIONS],
         "settings": first.settings, "points": points, "sampled": len(points) < len(entries),
-        "members": len(maps), "agreement": dynamics.agreement([m.entries for m in maps if m.entries]),
+        "members": first.settings.get("members", 1), "agreement": first.settings.get("agreement"),
     }
 
 

@@ -72,6 +72,13 @@ def test_regions_follow_the_stated_cut():
     assert {e["key"]: e["region"] for e in flat.entries} == {"a": EASY, "b": HARD}
 
 
+def test_members_agreement_is_the_share_of_shared_examples_in_the_same_region():
+    seed0 = [{"key": "a", "region": EASY}, {"key": "b", "region": HARD}, {"key": "c", "region": EASY}]
+    seed1 = [{"key": "a", "region": EASY}, {"key": "b", "region": AMBIGUOUS}]  # "c" not in both: not counted
+    assert dynamics.agreement([seed0, seed1]) == 0.5
+    assert dynamics.agreement([seed0]) is None
+
+
 def test_one_checkpoint_makes_no_map_and_says_why():
     made = dynamics.data_map(passes("ab", [[0.9, 0.1]]))
     assert made.entries == [] and made.counts == {} and made.checkpoints == 1
@@ -158,6 +165,8 @@ def test_a_rounds_retraining_stores_a_map_per_member_shown_on_the_dashboard_and_
     first = maps[0]
     assert first.checkpoints >= 2 and sum(first.counts.values()) == len(first.entries)
     assert "data map over" in retrain.log
+    agree = dynamics.agreement([m.entries for m in maps])  # the share of examples both seeds put in one region
+    assert first.settings["agreement"] == pytest.approx(agree) and "members put" in retrain.log
     round1 = small_task.rounds.get(number=1)
     ids = datamaps.example_ids(small_task)
     trained = {ids[k] for k in datasets.training_plan(small_task, newest=1).train.keys if k in ids}
@@ -168,7 +177,7 @@ def test_a_rounds_retraining_stores_a_map_per_member_shown_on_the_dashboard_and_
     assert 'id="chart-data-map"' in page and 'id="data-map-counts"' in page
     for region in dynamics.REGIONS:
         assert f'data-region="{region}"><td>{region}</td><td class="num">{first.counts[region]}</td>' in page
-    assert "The 2 members (seeds) put" in page
+    assert f"The 2 members (seeds) put {agree * 100:.1f}% of the examples in the same region" in page
     records = [json.loads(line) for line in b"".join(stream_records(
         small_task, splits.usable(round1), FORMATS["jsonl"])).decode().splitlines()]
     regions = {r["example_id"]: r["data_map_region"] for r in records}
