@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-VERSION = 1  # part of a copy's key: change it when a family changes, so copies are made again
+VERSION = 2  # part of a copy's key: change it when a family changes, so copies are made again
 NOISE = ("typos", "keyboard", "ocr", "case")
 FAIRNESS = ("names", "gender")
 FAMILIES = NOISE + FAIRNESS
@@ -220,10 +220,12 @@ def move_offset(edits: list[tuple[int, int, int]], offset: int, end: bool = Fals
 
 
 def names_table(texts: list[str], seed: int) -> dict[str, str]:
-    """A swap for each listed first name in `texts` (capitalised): another name of its group that the row does
-    not contain, chosen by `seed`, distinct names kept distinct."""
+    """A swap for each listed first name in `texts` (capitalised, or any case in a text with no capital at all:
+    SST-2 is lower-cased): another name of its group that the row does not contain, chosen by `seed`, distinct
+    names kept distinct."""
     groups = _name_group()
-    present = sorted({w for t in texts for w in WORD.findall(t) if w[:1].isupper() and w.lower() in groups})
+    present = sorted({w for t in texts for w in WORD.findall(t)
+                      if (w[:1].isupper() or t.islower()) and w.lower() in groups})
     if not present:
         return {}
     rng, taken = random.Random(seed), {w.lower() for w in present}

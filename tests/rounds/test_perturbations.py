@@ -67,8 +67,11 @@ def test_names_are_swapped_within_their_group_and_alike_in_premise_and_hypothesi
         assert "John" not in text and "Mary" not in text and new_john in text and new_mary in text
     assert out.input["text_pair"] == f"{new_mary} waited while {new_john} handed over a parcel."
     assert perturb_row("names", NLI, {"text": "A dog ran.", "text_pair": "An animal ran."}, "entailment", "k") is None
-    lower = {"text": "the bill of rights", "text_pair": "mary had a lamb"}  # only capitalised names are names
+    lower = {"text": "The bill of Rights", "text_pair": "So mary had a lamb"}  # only capitalised names are names
     assert perturb_row("names", NLI, lower, "neutral", "k") is None
+    cased = perturb_row("names", NLI, {"text": "john liked it", "text_pair": "So mary had a lamb"}, "neutral", "k")
+    assert cased is not None and set(cased.table) == {"john"}  # ... except in a text with no capital (SST-2)
+    assert cased.input["text"] == f"{cased.table['john']} liked it"
 
 
 def test_gender_terms_are_swapped_in_both_fields_with_her_read_from_what_follows():
