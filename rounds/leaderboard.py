@@ -24,9 +24,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.db.models import Prefetch
+
 from modelzoo import opponent
 from modelzoo.intervals import interval_of
-from modelzoo.models import ModelVersion
+from modelzoo.models import Evaluation, ModelVersion
 from rounds import dynaboard
 from rounds.datasets import describe_sets, test_sets
 from tasks.models import Task
@@ -51,8 +53,11 @@ def leaderboard(task: Task, weights: dict[str, float] | None = None,
     counted = [c["name"] for c in columns if not c["small"]]
     all_small = bool(columns) and not counted
     counted = counted or [c["name"] for c in columns]  # no set is large enough: every one counts, and the page says so
+    evaluations = Evaluation.objects.filter(dataset__in=[c["name"] for c in columns]).only(
+        "model_version_id", "dataset", "size", "metrics")  # only the listed sets' figures are read
     versions = (ModelVersion.objects.filter(task=task).exclude(status__in=HIDDEN)
-                .prefetch_related("evaluations", "memberships__ensemble__round").select_related("measurement", "upload__uploaded_by"))
+                .prefetch_related(Prefetch("evaluations", queryset=evaluations), "memberships__ensemble__round")
+                .select_related("measurement", "upload__uploaded_by"))
     rows = [_row(v, columns, counted, metric) for v in versions]
     for row in (more_rows(task, columns, counted, metric) if more_rows else []):
         rows.append({"robustness": None, "fairness": None, "robustness_interval": None, "fairness_interval": None,
