@@ -126,7 +126,7 @@ SL, SR, ST, SB = 58, 150, 16, 44  # margins: the legend sits on the right
 
 def _x_top(largest: float) -> float:
     """The variability axis' end: a round step above the largest value (variability of a probability is <= 0.5)."""
-    for top in (0.05, 0.1, 0.2, 0.3, 0.4, 0.5):
+    for top in (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5):
         if largest <= top:
             return top
     return 0.5

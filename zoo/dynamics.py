@@ -154,7 +154,7 @@ def data_map(passes: Passes, quantile: float = AMBIGUOUS_QUANTILE,
     n = passes.checkpoints
     if n < MIN_CHECKPOINTS:
         cut_short = f" ({passes.dropped} pass cut short by the step budget or early stopping)" if passes.dropped else ""
-        reason = (f"no data map: the training made {n} complete pass{'es' if n != 1 else ''} over its data"
+        reason = (f"the training made {n} complete pass{'es' if n != 1 else ''} over its data"
                   f"{cut_short}; a data map needs at least {MIN_CHECKPOINTS} (with one checkpoint every "
                   f"variability is 0)")
         return DataMap(n, [], {}, settings, reason)

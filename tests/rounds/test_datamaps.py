@@ -183,3 +183,18 @@ def test_a_rounds_retraining_stores_a_map_per_member_shown_on_the_dashboard_and_
     regions = {r["example_id"]: r["data_map_region"] for r in records}
     assert {k: v for k, v in regions.items() if v is not None} == mapped
     assert all(regions[pk] is None for pk in regions if pk not in trained)  # dev and test rows: never trained on
+
+
+def test_a_retraining_of_one_epoch_shows_no_map_and_says_why(small_task, owner, client):
+    small_task.owners.add(owner)
+    run = services.start_pipeline(small_task, owner, {"k": 0, "recipe": "full", "epochs": 1})
+    run.refresh_from_db()
+    assert run.status == PipelineRun.Status.DONE, run.error
+    maps = DataMap.objects.filter(round__task=small_task, round__number=2)
+    assert maps.count() == 2 and all(m.entries == [] and m.checkpoints == 1 for m in maps)
+    client.force_login(owner)
+    page = client.get(f"/tasks/{small_task.slug}/dashboard/?round=2").content.decode()
+    assert 'id="chart-data-map"' not in page
+    assert "No data map for round 2: the training made 1 complete pass over its data; a data map needs at least 2" in page
+    records = b"".join(stream_records(small_task, splits.usable(small_task.rounds.get(number=1)), FORMATS["jsonl"]))
+    assert {json.loads(line)["data_map_region"] for line in records.decode().splitlines()} == {None}
