@@ -88,6 +88,7 @@ class RoundResult:
     train_size: int
     accuracy: dict[str, float]  # held-out name -> accuracy of the model trained after this round
     label_shares: list[float] = field(default_factory=list)  # share of each label among the accepted
+    agreement: dict[str, float] = field(default_factory=dict)  # held-out name -> share predicted as round 0's model
     correct: dict[str, np.ndarray] = field(default_factory=dict)  # held-out name -> 1 where right (not saved)
 
 
@@ -155,9 +156,11 @@ def run_arm(arm: str, pool: Data, held: dict[str, Data], seed: int, config: Conf
     position = config.seed_size
     model = Model(fit(pool.x[train], pool.labels[train], n_labels, seed, config), 0)
     accuracy, correct = evaluate(model, held)
+    first = {h: model.predict(d.x) for h, d in held.items()}
     run.models.append(model)
     run.rounds.append(RoundResult(0, None, list(train), config.seed_size, len(train), accuracy,
-                                  shares(pool.labels[train], n_labels), correct if keep_correct else {}))
+                                  shares(pool.labels[train], n_labels), {h: 1.0 for h in held},
+                                  correct if keep_correct else {}))
     for number in range(1, config.rounds + 1):
         judge = {"standard": None, "static": run.models[0], "dynamic": run.models[-1]}[arm]
         try:
@@ -172,6 +175,7 @@ def run_arm(arm: str, pool: Data, held: dict[str, Data], seed: int, config: Conf
         run.models.append(model)
         run.rounds.append(RoundResult(number, None if judge is None else judge.round, accepted, drawn, len(train),
                                       accuracy, shares(pool.labels[accepted], n_labels),
+                                      {h: float((model.predict(d.x) == first[h]).mean()) for h, d in held.items()},
                                       correct if keep_correct else {}))
     return run
 
@@ -212,6 +216,7 @@ def curves(runs: Sequence[ArmRun], heldouts: Sequence[str]) -> dict[str, dict[st
                 accepted = sum(len(r.rounds[k].accepted) for r in mine)
                 point["drawn_per_accepted"] = drawn / accepted if accepted else None
                 point["label_shares"] = np.mean([r.rounds[k].label_shares for r in mine], axis=0).tolist()
+                point["agreement_with_round_0"] = float(np.mean([r.rounds[k].agreement[h] for r in mine]))
                 points.append(point)
             out[h][arm] = points
     return out
@@ -250,12 +255,30 @@ def crossing(differences: Sequence[dict[str, float]]) -> dict[str, Any]:
             "behind_rounds": [r["round"] for r in differences[1:] if r["high"] < 0]}
 
 
+def contrast(runs: Sequence[ArmRun], arm: str, heldout: str, reference: str,
+             baseline: str = "standard") -> dict[str, dict[str, float]]:
+    """Does `arm`'s data help (or hurt) less on `heldout` than on `reference` (Kaushik et al. 2021's question,
+    out of domain against in domain)? Per seed, (arm − baseline on heldout) − (arm − baseline on reference), at
+    the last round and averaged over rounds 1 … R; mean over seeds with its 95 % t interval."""
+    by_seed = {(r.arm, r.seed): r for r in runs}
+    seeds = sorted({r.seed for r in runs if r.arm == arm} & {r.seed for r in runs if r.arm == baseline})
+    rounds = min(len(by_seed[(a, s)].rounds) for s in seeds for a in (arm, baseline)) if seeds else 0
+
+    def gap(seed: int, k: int, h: str) -> float:
+        return by_seed[(arm, seed)].rounds[k].accuracy[h] - by_seed[(baseline, seed)].rounds[k].accuracy[h]
+
+    last = [gap(s, rounds - 1, heldout) - gap(s, rounds - 1, reference) for s in seeds]
+    mean = [float(np.mean([gap(s, k, heldout) - gap(s, k, reference) for k in range(1, rounds)])) for s in seeds]
+    return {"last_round": t_interval(last), "mean_over_rounds": t_interval(mean)}
+
+
 @dataclass
 class Experiment:
     config: Config
     heldouts: list[str]
     runs: list[ArmRun]
     seconds: dict[str, float]
+    in_domain: str | None = None  # the held-out set from the candidates' own source (the others: out of domain)
 
     def summary(self) -> dict[str, Any]:
         diffs = {arm: paired_differences(self.runs, self.heldouts, arm) for arm in ("static", "dynamic")}
@@ -266,13 +289,18 @@ class Experiment:
             "curves": curves(self.runs, self.heldouts),
             "differences": diffs,
             "crossings": {name: {h: crossing(rows) for h, rows in d.items()} for name, d in diffs.items()},
+            "in_domain": self.in_domain,
+            "out_of_domain": {arm: {h: contrast(self.runs, arm, h, self.in_domain) for h in self.heldouts
+                                    if h != self.in_domain}
+                              for arm in ("static", "dynamic") if self.in_domain in self.heldouts
+                              and {arm, "standard"} <= {r.arm for r in self.runs}},
             "exhausted": {f"{r.arm}/{r.seed}": r.exhausted for r in self.runs if r.exhausted},
             "seconds": self.seconds,
         }
 
 
 def run_experiment(pool: Data, held: dict[str, Data], config: Config, arms: Sequence[str] = ARMS,
-                   log: Callable[[str], None] = print) -> Experiment:
+                   log: Callable[[str], None] = print, in_domain: str | None = None) -> Experiment:
     runs, start = [], time.perf_counter()
     for seed in config.seeds:
         for arm in arms:
@@ -284,7 +312,7 @@ def run_experiment(pool: Data, held: dict[str, Data], config: Config, arms: Sequ
                 f"{sum(r.drawn for r in run.rounds[1:])} | " +
                 " ".join(f"{h} {a:.3f}" for h, a in last.accuracy.items()) +
                 f" | {time.perf_counter() - mark:.1f} s" + (f" | EXHAUSTED {run.exhausted}" if run.exhausted else ""))
-    return Experiment(config, list(held), runs, {"rounds": round(time.perf_counter() - start, 1)})
+    return Experiment(config, list(held), runs, {"rounds": round(time.perf_counter() - start, 1)}, in_domain)
 
 
 # --- the command ---------------------------------------------------------------------------------------------
@@ -314,7 +342,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     p.add_argument("--data", type=Path, default=data_dir)
     p.add_argument("--cache", type=Path, default=var_dir / "cache" / "simulate_rounds")
     p.add_argument("--out", type=Path, default=var_dir / "simulate_rounds" / "arms")
-    p.add_argument("--figure", type=Path, default=None, help="also write the figure here (.svg or .png)")
+    p.add_argument("--figure", type=Path, action="append", default=[],
+                   help="also write the figure here (.svg or .png); may be given more than once")
     p.add_argument("--threads", type=int, default=1, help="torch threads (1: the machine is shared)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -333,7 +362,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     seconds = {"features (embedding; 0 when cached)": round(embed.seconds, 1),
                "features (total, with reading)": round(time.perf_counter() - started, 1)}
     experiment = run_experiment(Data(pool.x, pool.labels), {h: Data(f.x, f.labels) for h, f in held.items()},
-                                config, arms)
+                                config, arms, in_domain=embeddings.IN_DOMAIN)
     experiment.seconds = {**seconds, **experiment.seconds, "total": round(time.perf_counter() - started, 1)}
     summary = experiment.summary()
     summary["pool_size"] = len(pool)
@@ -344,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     text = arms_report.markdown(summary)
     (args.out / "report.md").write_text(text, encoding="utf-8")
     print(text)
-    for path in [args.out / "arms.svg", *([args.figure] if args.figure else [])]:
+    for path in [args.out / "arms.svg", *args.figure]:
         arms_report.figure(summary, path)
         print(f"figure: {path}")
     print(f"report: {args.out / 'report.md'}")

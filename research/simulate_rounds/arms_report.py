@@ -56,6 +56,15 @@ def cost_table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def agreement_table(summary: dict[str, Any]) -> list[str]:
+    """How often each arm's last model predicts what round 0's model predicted, per held-out set."""
+    lines = ["| held-out set | " + " | ".join(ARMS) + " |", "|---|" + "---:|" * len(ARMS)]
+    for h, by_arm in summary["curves"].items():
+        cells = [f"{_pct(by_arm[a][-1]['agreement_with_round_0'])} %" if a in by_arm else "–" for a in ARMS]
+        lines.append(f"| {h} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def crossing_lines(summary: dict[str, Any]) -> list[str]:
     lines = ["| comparison | held-out set | ahead from round (mean) | ahead from round (interval above 0) | "
              "rounds behind (interval below 0) | last round: difference (points) |", "|---|---|---|---|---|---|"]
@@ -67,6 +76,22 @@ def crossing_lines(summary: dict[str, Any]) -> list[str]:
                          f"{c['significantly_ahead_from'] if c['significantly_ahead_from'] is not None else 'never'}"
                          f" | {', '.join(map(str, c['behind_rounds'])) or 'none'} | "
                          f"{_pts(last['mean'])} ({_pts(last['low'])} to {_pts(last['high'])}) |")
+    return lines
+
+
+def out_of_domain_lines(summary: dict[str, Any]) -> list[str]:
+    ood = summary.get("out_of_domain") or {}
+    if not ood:
+        return []
+    ref = summary["in_domain"]
+    lines = [f"The arm's gap to standard collection on an out-of-domain set minus its gap on `{ref}` (in domain), "
+             "paired by seed, in points: above 0, the adversarial data costs less (or helps more) out of domain.",
+             "", "| arm | held-out set | last round | mean over rounds 1 … R |", "|---|---|---|---|"]
+    for arm, rows in ood.items():
+        for h, c in rows.items():
+            a, m = c["last_round"], c["mean_over_rounds"]
+            lines.append(f"| {arm} | {h} | {_pts(a['mean'])} ({_pts(a['low'])} to {_pts(a['high'])}) | "
+                         f"{_pts(m['mean'])} ({_pts(m['low'])} to {_pts(m['high'])}) |")
     return lines
 
 
@@ -85,8 +110,13 @@ def markdown(summary: dict[str, Any]) -> str:
     ]
     for h in summary["heldouts"]:
         lines += accuracy_table(summary, h) + [""]
-    lines += ["## Where the arms cross", "", *crossing_lines(summary), "",
-              "## Candidates drawn per accepted example", "",
+    lines += ["## Where the arms cross", "", *crossing_lines(summary), ""]
+    if summary.get("out_of_domain"):
+        lines += ["## Out of domain against in domain", "", *out_of_domain_lines(summary), ""]
+    lines += ["## Agreement of the last round's model with round 0's", "",
+              "The share of held-out examples on which the arm's last model predicts what round 0's model "
+              "predicted (mean over seeds).", "", *agreement_table(summary), ""]
+    lines += ["## Candidates drawn per accepted example", "",
               "Mean over seeds; in brackets the share of the accepted examples with the last label (SST-2: "
               "positive).", "", *cost_table(summary), ""]
     if summary["exhausted"]:
@@ -117,9 +147,12 @@ def figure(summary: dict[str, Any], path: Path) -> Path:
                             color=COLOURS[arm], alpha=0.2, lw=0)
         n = next((p["wilson"]["n"] for p in summary["curves"][h]["standard"] if p.get("wilson")), "?")
         ax.set_title(f"{h} (n = {n})", fontsize=10)
+        ax.axhline(50, color="grey", lw=0.8, ls="--")
         ax.set_xlabel("round")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("accuracy (%), mean and 95 % interval over seeds")
+    axes[0][0].set_ylabel("accuracy (%)")
+    fig.suptitle("Held-out accuracy of each round's model: mean and 95 % interval over "
+                 f"{len(summary['config']['seeds'])} seeds", fontsize=10)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0.08, 1, 1))

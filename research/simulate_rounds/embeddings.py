@@ -31,6 +31,7 @@ HELDOUT = {  # name -> (file under DATA_DIR, reader)
     "DynaSent R2 test": "dynasent/r2_test.jsonl",
     "SST-2 dev": "sst2/dev.jsonl",
 }
+IN_DOMAIN = "SST-2 dev"  # the candidates' own source; the DynaSent sets are out of domain (Yelp, Dynabench)
 
 
 @dataclass

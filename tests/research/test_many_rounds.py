@@ -103,11 +103,15 @@ def test_training_data_grows_by_the_budget_and_every_round_is_evaluated_on_the_s
             assert set(r.accuracy) == set(held) and all(0 <= a <= 1 for a in r.accuracy.values())
             assert {h: len(c) for h, c in r.correct.items()} == {h: len(d) for h, d in held.items()}
     assert len({r.rounds[0].accuracy["near"] for r in runs.values()}) == 1  # round 0 is shared by the arms
+    for run in runs.values():  # how often each round's model predicts what round 0's model predicted
+        first = run.models[0].predict(held["far"].x)
+        assert [r.agreement["far"] for r in run.rounds] == pytest.approx(
+            [float((m.predict(held["far"].x) == first).mean()) for m in run.models])
 
 
 def test_curves_have_one_point_per_round_per_arm_with_intervals_and_the_report_shows_them(pool, held, config,
                                                                                           tmp_path):
-    experiment = run_experiment(pool, held, config, log=lambda m: None)
+    experiment = run_experiment(pool, held, config, log=lambda m: None, in_domain="near")
     summary = experiment.summary()
     for h in held:
         for arm in ARMS:
@@ -128,6 +132,12 @@ def test_curves_have_one_point_per_round_per_arm_with_intervals_and_the_report_s
         table = text.split(f"**{h}**")[1].split("\n\n")[1]
         assert len(table.splitlines()) == 2 + ROUNDS + 1  # header, rule, one row per round
     assert "## Where the arms cross" in text and "dynamic − standard" in text
+    # Out of domain against in domain: each adversarial arm's gap to standard on "far" minus its gap on "near".
+    assert set(summary["out_of_domain"]) == {"static", "dynamic"} and set(summary["out_of_domain"]["dynamic"]) == {"far"}
+    by_round = summary["differences"]["dynamic"]
+    last = summary["out_of_domain"]["dynamic"]["far"]["last_round"]
+    assert last["mean"] == pytest.approx(by_round["far"][-1]["mean"] - by_round["near"][-1]["mean"])
+    assert "## Out of domain against in domain" in text and "| dynamic | far |" in text
     figure = arms_report.figure(summary, tmp_path / "arms.svg")
     assert figure.read_text().lstrip().startswith("<?xml") and "standard collection" in figure.read_text()
 
