@@ -51,6 +51,8 @@ class ScoreSpec:
 
 
 SCORES: Registry[ScoreSpec] = Registry("score")
+# Scores that read the scorer's features (the input of its linear head), which the caller then computes.
+FEATURE_SCORES: frozenset[str] = frozenset({choices.GRADNORM, choices.AFLITE})
 
 
 def register(name: str, *, needs_labels: bool = True) -> Callable:
@@ -137,6 +139,17 @@ def _el2n(ctx: ScoringContext) -> np.ndarray:
     """‖p − onehot(y)‖ averaged over several early-stopped runs (Paul et al. 2021)."""
     runs = ctx.get("el2n_runs")
     return np.mean([error_norm(p, ctx.gold()) for p in runs], axis=0)
+
+
+@register(choices.AFLITE)
+def _aflite(ctx: ScoringContext) -> np.ndarray:
+    """AFLite (Le Bras et al. 2020) over the scorer's frozen features: m = 64 logistic-regression probes per
+    iteration, τ = 0.75; what the filter keeps scores highest, then what it removed last (hardness.aflite)."""
+    from hardness.aflite import aflite, hardness_scores
+
+    if ctx.features is None:
+        raise KeyError("aflite needs the scorer's features (the frozen embeddings)")
+    return hardness_scores(aflite(ctx.features, ctx.gold()))
 
 
 @register("datamap_low_confidence")

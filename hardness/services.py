@@ -140,7 +140,8 @@ def scoring_context(scorer: Scorer, inputs: Inputs, labels: np.ndarray | None, s
         probs, features, runs = scorer.run_probs[0], scorer.pool_features, scorer.run_probs
     else:
         probs = scorer.predict_proba(inputs)
-        features = scorer.features(inputs) if score == choices.GRADNORM and isinstance(scorer, FeatureScorer) else None
+        features = (scorer.features(inputs) if score in score_registry.FEATURE_SCORES
+                    and isinstance(scorer, FeatureScorer) else None)
         runs = [probs]
     providers: dict[str, Callable] = {"el2n_runs": lambda: runs}
     if isinstance(scorer, HeadScorer) and labels is not None:

@@ -29,7 +29,8 @@ LOSS = "loss"
 GRADNORM = "gradnorm"
 GRADNORM_DEEP = "gradnorm_deep"
 EL2N = "el2n"
-SEEDING_SCORES: tuple[str, ...] = (LOSS, GRADNORM, GRADNORM_DEEP, EL2N)
-# The weak span scorer (QA) has no per-sample gradients of an encoder block.
-SPAN_SEEDING_SCORES: tuple[str, ...] = tuple(name for name in SEEDING_SCORES if name != GRADNORM_DEEP)
+AFLITE = "aflite"  # AFLite's filter over the weak scorer's frozen features (hardness.aflite)
+SEEDING_SCORES: tuple[str, ...] = (LOSS, GRADNORM, GRADNORM_DEEP, EL2N, AFLITE)
+# The weak span scorer (QA) has no per-sample gradients of an encoder block, and no labels for AFLite's probes.
+SPAN_SEEDING_SCORES: tuple[str, ...] = tuple(name for name in SEEDING_SCORES if name not in (GRADNORM_DEEP, AFLITE))
 DEFAULT_SEEDING_SCORE = LOSS
