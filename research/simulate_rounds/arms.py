@@ -40,8 +40,6 @@ from hardness.heads import probs_of, train_linear_head
 from rounds.statistics import wilson
 
 ARMS = ("standard", "static", "dynamic")
-ARM_NAMES = {"standard": "standard collection", "static": "static adversarial (fools round 1's model)",
-             "dynamic": "dynamic adversarial (fools the current model)"}
 
 
 class PoolExhausted(Exception):
@@ -242,7 +240,8 @@ def paired_differences(runs: Sequence[ArmRun], heldouts: Sequence[str], arm: str
 
 def crossing(differences: Sequence[dict[str, float]]) -> dict[str, Any]:
     """Where an arm overtakes the baseline for good: the first round from which the mean difference stays above
-    zero to the last round (None if it never does), and the first round from which its interval stays above zero."""
+    zero to the last round (None if it never does), the first round from which its interval stays above zero; and
+    the rounds where the interval is above zero (ahead) or below it (behind), wherever they are."""
 
     def first_for_good(test: Callable[[dict[str, float]], bool]) -> int | None:
         found = None
@@ -252,6 +251,7 @@ def crossing(differences: Sequence[dict[str, float]]) -> dict[str, Any]:
 
     return {"ahead_from": first_for_good(lambda r: r["mean"] > 0),
             "significantly_ahead_from": first_for_good(lambda r: r["low"] > 0),
+            "ahead_rounds": [r["round"] for r in differences[1:] if r["low"] > 0],
             "behind_rounds": [r["round"] for r in differences[1:] if r["high"] < 0]}
 
 
@@ -286,6 +286,7 @@ class Experiment:
         return {
             "config": {k: (list(v) if isinstance(v, (list, tuple)) else v) for k, v in self.config.__dict__.items()},
             "heldouts": self.heldouts,
+            "arms": [a for a in ARMS if any(r.arm == a for r in self.runs)],
             "curves": curves(self.runs, self.heldouts),
             "differences": diffs,
             "crossings": {name: {h: crossing(rows) for h, rows in d.items()} for name, d in diffs.items()},

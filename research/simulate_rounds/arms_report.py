@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from research.simulate_rounds.arms import ARM_NAMES, ARMS
-
+ARM_NAMES = {"standard": "standard collection", "static": "static adversarial (fools round 1's model)",
+             "dynamic": "dynamic adversarial (fools the current model)"}
 COLOURS = {"standard": "#1b9e77", "static": "#7570b3", "dynamic": "#d95f02"}
 
 
@@ -21,7 +21,7 @@ def _pts(v: float) -> str:
 
 def accuracy_table(summary: dict[str, Any], heldout: str) -> list[str]:
     curves = summary["curves"][heldout]
-    arms = [a for a in ARMS if a in curves]
+    arms = [a for a in summary["arms"] if a in curves]
     n = next((p.get("wilson", {}).get("n") for p in curves[arms[0]] if p.get("wilson")), None)
     head = "| round | " + " | ".join(f"{a} (95 % interval over seeds)" for a in arms) + \
         " | dynamic − standard | static − standard |"
@@ -44,7 +44,7 @@ def accuracy_table(summary: dict[str, Any], heldout: str) -> list[str]:
 def cost_table(summary: dict[str, Any]) -> list[str]:
     first = summary["heldouts"][0]
     curves = summary["curves"][first]
-    arms = [a for a in ARMS if a in curves]
+    arms = [a for a in summary["arms"] if a in curves]
     lines = ["| round | " + " | ".join(arms) + " |", "|---:|" + "---:|" * len(arms)]
     for k in range(1, max(len(curves[a]) for a in arms)):
         cells = []
@@ -58,22 +58,25 @@ def cost_table(summary: dict[str, Any]) -> list[str]:
 
 def agreement_table(summary: dict[str, Any]) -> list[str]:
     """How often each arm's last model predicts what round 0's model predicted, per held-out set."""
-    lines = ["| held-out set | " + " | ".join(ARMS) + " |", "|---|" + "---:|" * len(ARMS)]
+    arms = summary["arms"]
+    lines = ["| held-out set | " + " | ".join(arms) + " |", "|---|" + "---:|" * len(arms)]
     for h, by_arm in summary["curves"].items():
-        cells = [f"{_pct(by_arm[a][-1]['agreement_with_round_0'])} %" if a in by_arm else "–" for a in ARMS]
+        cells = [f"{_pct(by_arm[a][-1]['agreement_with_round_0'])} %" if a in by_arm else "–" for a in arms]
         lines.append(f"| {h} | " + " | ".join(cells) + " |")
     return lines
 
 
 def crossing_lines(summary: dict[str, Any]) -> list[str]:
-    lines = ["| comparison | held-out set | ahead from round (mean) | ahead from round (interval above 0) | "
-             "rounds behind (interval below 0) | last round: difference (points) |", "|---|---|---|---|---|---|"]
+    lines = ["| comparison | held-out set | ahead for good from round (mean) | ahead for good from round (interval "
+             "above 0) | rounds ahead (interval above 0) | rounds behind (interval below 0) | last round: difference "
+             "(points) |", "|---|---|---|---|---|---|---|"]
     names = {"dynamic": "dynamic − standard", "static": "static − standard", "dynamic_vs_static": "dynamic − static"}
     for key, label in names.items():
         for h, c in summary["crossings"][key].items():
             last = summary["differences"][key][h][-1]
             lines.append(f"| {label} | {h} | {c['ahead_from'] if c['ahead_from'] is not None else 'never'} | "
                          f"{c['significantly_ahead_from'] if c['significantly_ahead_from'] is not None else 'never'}"
+                         f" | {', '.join(map(str, c['ahead_rounds'])) or 'none'}"
                          f" | {', '.join(map(str, c['behind_rounds'])) or 'none'} | "
                          f"{_pts(last['mean'])} ({_pts(last['low'])} to {_pts(last['high'])}) |")
     return lines
@@ -133,10 +136,11 @@ def figure(summary: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     plt.rcParams["svg.fonttype"] = "none"  # text stays text: a smaller, searchable SVG
+    plt.rcParams["svg.hashsalt"] = "simulate_rounds"  # the same figures make the same file
     heldouts = summary["heldouts"]
     fig, axes = plt.subplots(1, len(heldouts), figsize=(4.2 * len(heldouts), 3.6), squeeze=False)
     for ax, h in zip(axes[0], heldouts, strict=True):
-        for arm in ARMS:
+        for arm in summary["arms"]:
             points = summary["curves"][h].get(arm)
             if not points:
                 continue
@@ -145,7 +149,7 @@ def figure(summary: dict[str, Any], path: Path) -> Path:
                     label=ARM_NAMES[arm])
             ax.fill_between(x, [100 * p["low"] for p in points], [100 * p["high"] for p in points],
                             color=COLOURS[arm], alpha=0.2, lw=0)
-        n = next((p["wilson"]["n"] for p in summary["curves"][h]["standard"] if p.get("wilson")), "?")
+        n = next((p["wilson"]["n"] for p in summary["curves"][h][summary["arms"][0]] if p.get("wilson")), "?")
         ax.set_title(f"{h} (n = {n})", fontsize=10)
         ax.axhline(50, color="grey", lw=0.8, ls="--")
         ax.set_xlabel("round")

@@ -123,7 +123,8 @@ def test_curves_have_one_point_per_round_per_arm_with_intervals_and_the_report_s
         for name in ("static", "dynamic", "dynamic_vs_static"):
             rows = summary["differences"][name][h]
             assert [r["round"] for r in rows] == list(range(ROUNDS + 1)) and rows[0]["mean"] == 0
-            assert set(summary["crossings"][name][h]) == {"ahead_from", "significantly_ahead_from", "behind_rounds"}
+            assert set(summary["crossings"][name][h]) == {"ahead_from", "significantly_ahead_from", "ahead_rounds",
+                                                               "behind_rounds"}
     standard = summary["curves"]["near"]["standard"]
     assert all(p["drawn_per_accepted"] == 1 for p in standard[1:])
     assert all(p["drawn_per_accepted"] > 1 for p in summary["curves"]["near"]["static"][1:])
