@@ -21,12 +21,13 @@ WIDE, WIDE_TO = 1400, 1000
 # pictures of other browser tests, copied when a run made them: tests/annotation/test_assistant_page.py; the
 # guidelines gate, My examples, how validators judge and a failed quiz (issue 39: tests/annotation/
 # test_guidelines_gate.py, test_my_examples.py, tests/validation/test_judging.py, tests/crowd/test_qualification.py)
-OTHER_PAGES = ("annotator-assistant-1400",
+OTHER_PAGES = ("annotator-assistant-1400", "leaderboard-weights-refused-420", "data-map-dashboard", "data-map-none",
                *(f"{name}-{width}" for name in ("annotator-guidelines-first", "annotator-guidelines-changed",
                                                  "annotator-my-examples", "validator-judging", "validator-quiz-result",
                                                  "owner-publish", "researcher-downloads", "annotator-training-notice",
                                                  "home-training-notice", "annotator-opponent-row", "leaderboard-test-sets", "chat",
-                                                 "chat-pairwise", "chat-judge", "arena")
+                                                 "chat-pairwise", "chat-judge", "arena",
+                                                 "leaderboard-weights", "predictions-upload", "predictions-report")
                  for width in (1400, 420)))
 
 
