@@ -126,7 +126,8 @@ class SeedingSettings(_Strict):
     score: SeedingScore = Field(
         choices.DEFAULT_SEEDING_SCORE,
         description="The hardness score of the weak scorer: loss, head gradient norm, gradient norm of the top "
-                    "block and head, or EL2N (error norm averaged over 3 runs).")
+                    "block and head, EL2N (error norm averaged over 3 runs), or AFLite (what linear probes over the "
+                    "frozen features cannot predict).")
     k_per_label: int = Field(10, ge=0, le=10000, description="Seeds per label (QA: in all); 0 turns seeding off.")
     pool_max: int = Field(5000, ge=1, le=1_000_000, description="At most this many pool items are scored "
                                                              "(a stable sample: the same items every time).")
