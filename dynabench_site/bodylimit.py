@@ -6,7 +6,8 @@ body:
 - the sign-in, sign-up, token and vote routes (`SMALL_ROUTES`): SMALL_BODY_MAX_BYTES (16 KB);
 - the upload routes (`UPLOAD_ROUTES`: the model upload page and API, the data import page), for a multipart
   body from a signed-in user: ROUNDS_UPLOAD_MAX_MB plus 1 MB of form fields and boundaries;
-- anything else, multipart included, and every anonymous request: DATA_UPLOAD_MAX_MEMORY_SIZE (20 MB).
+- anything else, multipart included (the prediction-file routes, `DEFAULT_CAP_FILE_ROUTES`, whose files are
+  smaller), and every anonymous request: DATA_UPLOAD_MAX_MEMORY_SIZE (20 MB).
 
 Three guards apply it:
 
@@ -53,6 +54,9 @@ SMALL_ROUTES = frozenset({
 })
 # Routes whose views read uploaded files (request.FILES): the only ones where the upload cap applies.
 UPLOAD_ROUTES = frozenset({"api-task-models", "rounds-model-upload", "tasks-import"})
+# Routes whose views read a file that stays under the default cap (DATA_UPLOAD_MAX_MEMORY_SIZE): prediction files,
+# refused above rounds.predictions.MAX_BYTES (10 MB) by the view. No larger cap, here or in deploy/nginx.conf.
+DEFAULT_CAP_FILE_ROUTES = frozenset({"api-task-predictions", "rounds-predictions-upload"})
 
 
 class BodyTooLarge(DomainError):

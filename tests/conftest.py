@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,19 @@ def pytest_collection_finish(session):
                "this pytest-xdist ignores xdist_group marks")
         sys.stderr.write(why + "\n")  # a worker's exception alone reaches the controller as a bare crash
         raise pytest.UsageError(why)
+
+
+@pytest.fixture(autouse=True)
+def _job_threads_finish_before_the_flush(request):
+    """A live-server test's jobs may run in threads (`dynabench_site.jobs`, "thread"); one still reading when the
+    test's database is flushed deadlocks the TRUNCATE (seen once at a persona walk's teardown). Set up after the
+    database helper, so this teardown runs before its flush: wait for those threads first (60 s at most)."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("_django_db_helper")
+    yield
+    deadline = time.monotonic() + 60
+    for thread in threading.enumerate():
+        if thread.name.startswith("job-") and thread.is_alive():
+            thread.join(max(0.0, deadline - time.monotonic()))

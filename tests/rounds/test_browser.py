@@ -76,7 +76,7 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
     assert LabeledItem.objects.filter(task=task, seed_round=round2).count() == 4
 
     browser.go("/tasks/small/leaderboard/")
-    rounds_cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr td:nth-child(4)")]
+    rounds_cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#leaderboard tbody tr td.in-rounds")]
     assert "1" in rounds_cells and "2" in rounds_cells  # models of both rounds' ensembles are listed
     headers = [th.text for th in browser.find_elements(By.CSS_SELECTOR, "#leaderboard thead th .set-label")]
     assert "round 1 test" in headers and "base test" in headers
@@ -86,7 +86,8 @@ def test_owner_closes_round_one_and_the_pipeline_opens_round_two(browser, owner_
     assert shown == ["1", "2"]
     ensembles = [tr.get_attribute("data-round") for tr in browser.find_elements(By.CSS_SELECTOR, "#ensemble-matrix tbody tr")]
     assert ensembles == ["1", "2"]
-    assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart")) == 6  # 4 + the seeding section's 2
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart:not(.data-map)")) == 6  # 4 + seeding's 2
+    assert len(browser.find_elements(By.CSS_SELECTOR, ".charts svg.chart.data-map")) == 1  # round 2's retraining
     assert browser.find_element(By.ID, "chart-seed-scores").find_element(By.CSS_SELECTOR, "svg.chart")
 
 

@@ -161,12 +161,15 @@ def reads_files(callback) -> bool:
 
 def test_every_route_in_the_table_exists():
     names = {name for name, _ in url_patterns()}
-    assert names >= bodylimit.SMALL_ROUTES | bodylimit.UPLOAD_ROUTES
+    assert names >= bodylimit.SMALL_ROUTES | bodylimit.UPLOAD_ROUTES | bodylimit.DEFAULT_CAP_FILE_ROUTES
 
 
 def test_the_upload_routes_are_exactly_the_routes_whose_views_read_files():
+    """Every view that reads files is in the table: with the upload cap, or held to the default one (prediction
+    files, whose own limit is smaller); none is both."""
     readers = {name for name, callback in url_patterns() if reads_files(callback)}
-    assert readers == bodylimit.UPLOAD_ROUTES
+    assert readers == bodylimit.UPLOAD_ROUTES | bodylimit.DEFAULT_CAP_FILE_ROUTES
+    assert not bodylimit.UPLOAD_ROUTES & bodylimit.DEFAULT_CAP_FILE_ROUTES
 
 
 # --- a 413 through the development server (wsgiref) ------------------------------------------------------------------
