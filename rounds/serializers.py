@@ -70,8 +70,16 @@ class DashboardSerializer(serializers.Serializer):
 
 class LeaderboardSerializer(serializers.Serializer):
     metric = serializers.CharField()
-    weights = serializers.DictField(child=serializers.FloatField(), help_text="the Dynascore weights")
-    rows = serializers.ListField(child=serializers.DictField())
+    weights = serializers.DictField(child=serializers.FloatField(),
+                                    help_text="the Dynascore weights the rows are ranked by (the caller's, else the owner's)")
+    owner_weights = serializers.DictField(child=serializers.FloatField(), help_text="the owner's weights (the default)")
+    viewer_weights = serializers.DictField(child=serializers.FloatField(), allow_null=True,
+                                           help_text="the caller's weights from the query parameters, if any")
+    predictions_only = serializers.BooleanField(help_text="whether a row was scored from a prediction file")
+    rows = serializers.ListField(child=serializers.DictField(),
+                                 help_text="one per model or prediction file: `rank`, `owner_rank`, `moved` (places up; "
+                                           "negative: down), `dynascore`, figures per test set with 95 % intervals; a "
+                                           "prediction file's row has `predictions_only` and no throughput or memory")
     columns = serializers.ListField(child=serializers.DictField())
 
 
