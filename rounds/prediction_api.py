@@ -54,6 +54,10 @@ class PredictionUploadSerializer(serializers.Serializer):
                                                 "missing, figures [{metric, value, low, high}], ranked, stale")
 
 
+class PredictionUploadListSerializer(serializers.Serializer):
+    uploads = PredictionUploadSerializer(many=True)
+
+
 class TestSetsSerializer(serializers.Serializer):
     line_format = serializers.CharField()
     sets = serializers.ListField(child=serializers.DictField())
@@ -93,7 +97,7 @@ class PredictionListView(ResearcherTaskView):
     parser_classes = [MultiPartParser, FormParser]
 
     @extend_schema(summary="The caller's prediction uploads for the task (owners and admins: everyone's)",
-                   responses={200: PredictionUploadSerializer(many=True), 403: None})
+                   responses={200: PredictionUploadListSerializer, 403: None})
     def get(self, request, slug: str) -> Response:
         task = self.get_task()
         rows = PredictionUpload.objects.filter(task=task).select_related("task", "uploaded_by").prefetch_related("scores")
