@@ -7,14 +7,13 @@ settings embeds nothing, and a different pool never reads another's vectors.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from hardness.encoding import embed_texts
-from research.hardbench.data import TextSet, load_sst2
+from research.hardbench.data import TextSet, cached_array, load_binary, load_sst2
 
 
 @dataclass(frozen=True)
@@ -35,14 +34,7 @@ def sample_pool(train: TextSet, size: int | None, seed: int) -> TextSet:
 
 def cached_features(path: Path, rows: TextSet, encoder, tokenizer, progress: str | None = None) -> np.ndarray:
     """The embeddings of `rows`, read from `path` when it holds as many rows, else computed and saved there."""
-    if path.exists():
-        feats = np.load(path)
-        if len(feats) == len(rows):
-            return feats
-    feats = embed_texts(encoder, tokenizer, rows.texts, 128, progress)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, feats)
-    return feats
+    return cached_array(path, lambda: embed_texts(encoder, tokenizer, rows.texts, 128, progress), rows=len(rows))
 
 
 # name in the report → (file under DATA_DIR, cache name); DynaSent keeps its positive and negative rows (0/1 as SST-2)
@@ -51,23 +43,6 @@ EVAL_SETS = {
     "DynaSent R1 test (pos/neg)": ("dynasent/r1_test.jsonl", "dynasent-r1-test-binary"),
     "DynaSent R2 test (pos/neg)": ("dynasent/r2_test.jsonl", "dynasent-r2-test-binary"),
 }
-BINARY = {"negative": 0, "positive": 1}
-
-
-def load_binary(path: Path) -> TextSet:
-    """The rows of a JSON-lines file whose label is negative/positive (or 0/1), as SST-2 labels."""
-    texts, labels, ids = [], [], []
-    with open(path, encoding="utf-8") as fh:
-        for position, line in enumerate(fh):
-            row = json.loads(line)
-            label = BINARY.get(row["label"], row["label"])
-            if label in (0, 1):
-                texts.append(row["sentence"])
-                labels.append(int(label))
-                ids.append(position)
-    return TextSet(texts, np.asarray(labels, dtype=np.int64), np.asarray(ids, dtype=np.int64))
-
-
 def load_embedded(data_dir: Path, cache_dir: Path, pool_size: int | None, seed: int, encoder, tokenizer,
                   tag: str = "minilm") -> tuple[Embedded, dict[str, Embedded]]:
     """(pool, evaluation sets): the sampled SST-2 train pool and `EVAL_SETS`, each with its cached embeddings."""

@@ -20,7 +20,7 @@ from hardness import sanity, scores, selection
 from hardness.deep import gradnorm_deep
 from hardness.encoding import embed_texts
 from hardness.heads import probs_of, train_linear_head
-from research.hardbench.data import TextSet, load_sst2
+from research.hardbench.data import TextSet, cached_array, load_sst2
 
 # The reproduction's comparison (the paper's: random against the hardest k by three scores), a choice of the study.
 DEFAULT_STRATEGIES = ["random", "loss", "gradnorm", "gradnorm_deep"]
@@ -69,15 +69,6 @@ class Timer:
         tqdm.write(f"[hardbench] {name}: {self.steps[name]:.1f} s")
 
 
-def _cached_array(path: Path, compute) -> np.ndarray:
-    if path.exists():
-        return np.load(path)
-    value = np.asarray(compute())
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, value)
-    return value
-
-
 def _head_key(head: torch.nn.Linear) -> str:
     blob = b"".join(p.detach().numpy().tobytes() for p in head.parameters())
     return hashlib.sha256(blob).hexdigest()[:12]
@@ -98,9 +89,9 @@ def score_pool(config: HardbenchConfig, encoder, tokenizer, timer: Timer) -> Sco
     dev = load_sst2(config.data_dir, "dev")
     tag = f"sst2-{len(train)}"
     with timer.step("embed train + dev (frozen encoder)"):
-        feats = _cached_array(config.cache_dir / f"{tag}-train-features.npy",
+        feats = cached_array(config.cache_dir / f"{tag}-train-features.npy",
                               lambda: embed_texts(encoder, tokenizer, train.texts, 128, "embed train"))
-        dev_feats = _cached_array(config.cache_dir / "sst2-dev-features.npy",
+        dev_feats = cached_array(config.cache_dir / "sst2-dev-features.npy",
                                   lambda: embed_texts(encoder, tokenizer, dev.texts, 128, "embed dev"))
     with timer.step("weak scorer head (1 epoch) + EL2N runs + data map"):
         head = train_linear_head(feats, train.labels, 2, epochs=1, seed=config.scorer_seed).head
@@ -110,7 +101,7 @@ def score_pool(config: HardbenchConfig, encoder, tokenizer, timer: Timer) -> Sco
         epoch_probs = train_linear_head(feats, train.labels, 2, epochs=config.datamap_epochs,
                                         seed=config.scorer_seed, record_epochs=True).epoch_probs
     with timer.step(f"gradnorm_deep (top block + head, {config.deep_method})"):
-        deep = _cached_array(config.cache_dir / f"{tag}-gradnorm_deep-{_head_key(head)}.npy",
+        deep = cached_array(config.cache_dir / f"{tag}-gradnorm_deep-{_head_key(head)}.npy",
                              lambda: gradnorm_deep(encoder, head, tokenizer, train.texts, train.labels,
                                                    config.deep_batch_size, "gradnorm_deep",
                                                    config.deep_method))

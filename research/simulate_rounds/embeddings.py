@@ -13,7 +13,6 @@ length-sorted batches, mean pooling).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,11 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from research.hardbench.data import load_sst2
+from research.hardbench.data import cached_array, load_binary, load_sst2
 
 CHUNK = 5000
 PERMUTATION_SEED = 0
-BINARY = {"negative": 0, "positive": 1}
 HELDOUT = {  # name -> (file under DATA_DIR, reader)
     "DynaSent R1 test": "dynasent/r1_test.jsonl",
     "DynaSent R2 test": "dynasent/r2_test.jsonl",
@@ -42,30 +40,6 @@ class Features:
 
     def __len__(self) -> int:
         return len(self.texts)
-
-
-def read_binary(path: Path) -> tuple[list[str], np.ndarray]:
-    """A JSONL file's sentences with a positive or negative label (DynaSent's neutral and mixed left out; SST-2's
-    0/1 kept)."""
-    texts, labels = [], []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            label = row["label"]
-            label = BINARY.get(label) if isinstance(label, str) else label
-            if label in (0, 1):
-                texts.append(row["sentence"])
-                labels.append(int(label))
-    return texts, np.asarray(labels, dtype=np.int64)
-
-
-def _cached(path: Path, compute: Callable[[], np.ndarray]) -> np.ndarray:
-    if path.exists():
-        return np.load(path)
-    value = np.asarray(compute(), dtype=np.float32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.save(path, value)
-    return value
 
 
 def pool_order(data_dir: Path) -> tuple[list[str], np.ndarray]:
@@ -106,7 +80,7 @@ def load_pool(data_dir: Path, cache_dir: Path, size: int, embed: Callable[[list[
         path = cache_dir / f"sst2-train-perm{PERMUTATION_SEED}-{start}-{end}.npy"
         if not path.exists():
             log(f"embedding pool rows {start}–{end}")
-        parts.append(_cached(path, lambda s=start, e=end: embed(texts[s:e])))
+        parts.append(cached_array(path, lambda s=start, e=end: np.asarray(embed(texts[s:e]), dtype=np.float32)))
     x = np.concatenate(parts)[:size]
     return Features(texts[:size], labels[:size], x)
 
@@ -115,9 +89,10 @@ def load_heldout(data_dir: Path, cache_dir: Path, embed: Callable[[list[str]], n
                  log: Callable[[str], None] = print) -> dict[str, Features]:
     out = {}
     for name, rel in HELDOUT.items():
-        texts, labels = read_binary(data_dir / rel)
+        rows = load_binary(data_dir / rel)
+        texts, labels = rows.texts, rows.labels
         path = cache_dir / (rel.replace("/", "-").replace(".jsonl", "") + "-binary.npy")
         if not path.exists():
             log(f"embedding {name} ({len(texts)} sentences)")
-        out[name] = Features(texts, labels, _cached(path, lambda t=texts: embed(t)))
+        out[name] = Features(texts, labels, cached_array(path, lambda t=texts: np.asarray(embed(t), dtype=np.float32)))
     return out
