@@ -129,7 +129,7 @@ def evaluate_everything(task: Task, extra: dict[int, Sequence[ModelVersion]] | N
             continue
         counts["evaluations"] += _score_models(task, versions, labelled, cache, log)
         counts["ensemble_scores"] += _score_ensembles(task, ensembles, labelled, cache, log)
-        counts["robustness"] += robustness.measure(task, labelled, versions, ensembles, cache, PredictionCache(), log,
+        counts["robustness"] += robustness.measure(task, labelled, versions, ensembles, cache, log,
                                                    force=remeasure)
         if progress:
             progress((i + 1) / len(sets), f"{i + 1}/{len(sets)} test sets")
@@ -215,7 +215,7 @@ def evaluate_version(version: ModelVersion, log: Log = print) -> dict[str, Any]:
         labelled = datasets.load(task, name)
         if labelled.inputs:
             done += _score_models(task, [version], labelled, cache, log)
-            robustness.measure(task, labelled, [version], {}, cache, PredictionCache(), log)
+            robustness.measure(task, labelled, [version], {}, cache, log)
     record_measurements(cache)
     return {"evaluations": done}
 

@@ -37,6 +37,7 @@ from tasks.models import Task
 from zoo.aggregation import get_strategy
 from zoo.data import LabelledSet
 from zoo.heads import get_head
+from zoo.recipes import stable_fraction
 from zoo.types import BackendError
 
 Log = Callable[[str], None]
@@ -81,16 +82,17 @@ def sample(labelled: LabelledSet) -> list[int]:
     n = len(labelled.inputs)
     if n <= MAX_ROWS:
         return list(range(n))
-    ranked = sorted(range(n), key=lambda i: hashlib.sha1(f"sample:{_row_key(labelled, i)}".encode()).hexdigest())
+    ranked = sorted(range(n), key=lambda i: stable_fraction(f"sample:{_row_key(labelled, i)}"))
     return sorted(ranked[:MAX_ROWS])
 
 
-def perturbed_copy(task: Task, labelled: LabelledSet, log: Log = print) -> Copy | None:
-    """The kept copy of `labelled` (made now when there is none), or None for a kind with no perturbations."""
+def perturbed_copy(task: Task, labelled: LabelledSet, log: Log = print, digest: str | None = None) -> Copy | None:
+    """The kept copy of `labelled` (made now when there is none), or None for a kind with no perturbations.
+    `digest`: the set's `content_hash`, when the caller has it already."""
     fields = perturbations.fields_for(task.kind_impl, task.typed_config)
     if fields is None or not labelled.inputs:
         return None
-    digest = content_hash(labelled)
+    digest = digest or content_hash(labelled)
     path = perturbed_dir(task) / f"{digest}.json"
     if path.exists():
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -148,32 +150,35 @@ def _merge(metrics: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _measured_on(metrics: dict[str, Any], copy: Copy) -> bool:
-    return (metrics.get("perturbations") or {}).get("copy") == copy.hash
+def _measured_on(metrics: dict[str, Any], digest: str) -> bool:
+    return (metrics.get("perturbations") or {}).get("copy") == digest
 
 
 def measure(task: Task, labelled: LabelledSet, versions: Sequence[ModelVersion],
-            ensembles: dict[int, list[ModelVersion]], cache: Any, perturbed_cache: Any, log: Log = print,
-            force: bool = False) -> int:
+            ensembles: dict[int, list[ModelVersion]], cache: Any, log: Log = print, force: bool = False) -> int:
     """Robustness and fairness of each of `versions` (those with an Evaluation on `labelled`) and each round's
     ensemble (those with an EnsembleScore of the same members) on `labelled`, stored with those metrics; pairs
     measured on the same copy are skipped unless `force`. Original predictions come from `cache` (a
-    `rounds.evaluation.PredictionCache`, shared with the scoring); perturbed ones from `perturbed_cache`, another,
-    whose timings are not recorded: the throughput stays the original sets'. Returns how many models and
-    ensembles were measured."""
-    copy = perturbed_copy(task, labelled, log)
-    if copy is None:
+    `rounds.evaluation.PredictionCache`, shared with the scoring); perturbed ones from a cache of their own, whose
+    timings are not recorded: the throughput stays the original sets'. The copy is read (or made) only when some
+    pair needs measuring. Returns how many models and ensembles were measured."""
+    if perturbations.fields_for(task.kind_impl, task.typed_config) is None or not labelled.inputs:
         return 0
+    digest = content_hash(labelled)
     head = task.kind_impl.head
     evaluations = {e.model_version_id: e for e in Evaluation.objects.filter(
         model_version__in=versions, dataset=labelled.name)}
-    todo = [v for v in versions if v.pk in evaluations and (force or not _measured_on(evaluations[v.pk].metrics, copy))]
+    todo = [v for v in versions if v.pk in evaluations and (force or not _measured_on(evaluations[v.pk].metrics, digest))]
     scores = {s.round_number: s for s in EnsembleScore.objects.filter(task=task, dataset=labelled.name)}
     todo_ensembles = {n: m for n, m in ensembles.items() if m and n in scores and scores[n].members == [v.pk for v in m]
-                      and (force or not _measured_on(scores[n].metrics, copy))}
+                      and (force or not _measured_on(scores[n].metrics, digest))}
     needed = list({v.pk: v for v in [*todo, *(v for m in todo_ensembles.values() for v in m)]}.values())
     if not needed:
         return 0
+    copy = perturbed_copy(task, labelled, log, digest)
+    if copy is None:
+        return 0
+    perturbed_cache = type(cache)()  # a PredictionCache of their own (rounds.evaluation imports this module)
     sets = {f: copy.labelled(f, labelled.name) for f in perturbations.FAMILIES}
     tables = {f: [row["table"] for row in copy.families.get(f, [])] for f in perturbations.FAMILIES}
     index = {f: [row["i"] for row in copy.families.get(f, [])] for f in perturbations.FAMILIES}
