@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from zoo.dynamics import DYNAMICS_FILE
 from zoo.types import BackendError
 
 PACKAGE = Path(__file__).resolve().parent  # the library, packed whole
@@ -60,13 +61,19 @@ def _run_archiver(command: list[str], name: str, near: Path | None = None) -> No
         raise BackendError(f"torch-model-archiver failed for {name}: {result.stderr[-500:]}", retryable=False)
 
 
+def served(path: Path) -> bool:
+    """Whether an artifact's file goes into a serving archive: every file but the training-only ones (the training
+    dynamics, `zoo.dynamics`: about 100 bytes per training row, read by the round's data map, never by serving)."""
+    return path.is_file() and path.name != DYNAMICS_FILE
+
+
 def build_mar(artifact: Path | str, name: str, export_dir: Path | str, version: str = "1.0") -> Path:
     """Weights, config, tokenizer, zoo.json and the serving code in one archive: `<export_dir>/<name>.mar`."""
     artifact, export_dir = Path(artifact), Path(export_dir)
     export_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="zoo-mar-") as tmp:
         # A folder among the extra files is copied by its contents: the staging folder adds `zoo/`.
-        extra = [p for p in sorted(artifact.iterdir()) if p.is_file() and p.name != WEIGHTS] + [stage_runtime(Path(tmp))]
+        extra = [p for p in sorted(artifact.iterdir()) if served(p) and p.name != WEIGHTS] + [stage_runtime(Path(tmp))]
         _run_archiver([
             archiver(), "--model-name", name, "--version", version, "--serialized-file", str(artifact / WEIGHTS),
             "--handler", str(HANDLER), "--extra-files", ",".join(str(p) for p in extra),
@@ -107,7 +114,7 @@ def build_ensemble_archive(members: Sequence[tuple[int, str, Path | str]], name:
             target = stage / "members" / str(i)
             target.mkdir(parents=True)
             for f in sorted(Path(artifact).iterdir()):
-                if f.is_file():
+                if served(f):
                     _link_or_copy(f, target / f.name)
             listing.append({"id": int(version_id), "name": member_name, "dir": f"members/{i}"})
         listing_file = {"format": 1, "name": name, "members": listing, **({} if share_trunk else {"share_trunk": False})}

@@ -12,6 +12,7 @@ import pytest
 import zoo
 from modelzoo.testing import tiny_artifact
 from zoo.archive import HANDLER, build_mar, stage_runtime
+from zoo.dynamics import DYNAMICS_FILE
 from zoo.runtime import Predictor
 
 LIBRARY = Path(zoo.__file__).resolve().parent
@@ -91,3 +92,14 @@ def test_an_archived_model_predicts_and_explains_as_in_process_without_the_proje
     assert remote["django"] == []
     assert remote["predictions"] == json.loads(json.dumps(local.predict(inputs)))
     assert remote["explanation"] == json.loads(json.dumps(local.explain(inputs[0])))
+
+
+def test_the_training_dynamics_stay_out_of_the_serving_archive(tmp_path):
+    """A member's data-map file is training data (about 100 bytes per training row): the archive carries the
+    model's own files and not that one."""
+    artifact = tiny_artifact(tmp_path / "artifact", "classification", ["negative", "positive"], seed=1)
+    (artifact / DYNAMICS_FILE).write_text(json.dumps({"entries": [{"key": "a", "confidence": 0.9}]}))
+    with zipfile.ZipFile(build_mar(artifact, "probe-dynamics", tmp_path / "mar")) as mar:
+        names = {Path(n).name for n in mar.namelist()}
+    assert "config.json" in names and "zoo.json" in names
+    assert DYNAMICS_FILE not in names
