@@ -19,6 +19,7 @@ from typing import Any
 
 from exports import splits
 from modelzoo.models import ModelVersion
+from rounds import datasets
 from rounds.models import DataMap
 from tasks.models import Round, Task, payload_hash
 from zoo import dynamics
@@ -31,7 +32,7 @@ def example_ids(task: Task) -> dict[str, int]:
     out: dict[str, int] = {}
     for round_ in splits.rounds_with_data(task):
         for row in splits.split_rows(round_, "train"):
-            out[payload_hash("example", row.example_id, row.target)] = row.example_id
+            out[datasets.example_key(row)] = row.example_id
     return out
 
 

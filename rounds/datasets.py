@@ -56,9 +56,13 @@ def round_split(task: Task, round_: Round, split: str) -> LabelledSet:
     kind, config = task.kind_impl, task.typed_config
     out = LabelledSet(f"round-{round_.number}/{split}")
     for row in splits.split_rows(round_, split):
-        key = payload_hash("example", row.example_id, row.target)
-        out.add(kind.model_input(config, row.context, row.input), row.target, key)
+        out.add(kind.model_input(config, row.context, row.input), row.target, example_key(row))
     return out
+
+
+def example_key(row: splits.SplitRow) -> str:
+    """A round example's key in the labelled sets (the models' training keys, so its training dynamics' too)."""
+    return payload_hash("example", row.example_id, row.target)
 
 
 def training_set(task: Task) -> LabelledSet:
