@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from modelzoo import intervals
+
 
 @dataclass
 class Interval:
@@ -24,14 +26,12 @@ class Interval:
         return {"value": round(self.value, 4), "low": round(self.low, 4), "high": round(self.high, 4)}
 
 
-def wilson(errors: int, n: int, z: float = 1.959964) -> Interval:
-    """The error rate and its Wilson score interval."""
+def wilson(errors: int, n: int, z: float = intervals.Z95) -> Interval:
+    """The error rate and its Wilson score interval (`modelzoo.intervals.wilson`)."""
     if n == 0:
         return Interval(0.0, 0.0, 1.0)
-    p = errors / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half))
+    low, high = intervals.wilson(errors, n, z)
+    return Interval(errors / n, low, high)
 
 
 def paired_bootstrap(before: Sequence[int], after: Sequence[int], resamples: int = 2000, seed: int = 0) -> Interval:
