@@ -48,8 +48,6 @@ from collections.abc import Mapping
 from typing import Any
 
 METRICS = ("performance", "throughput", "memory", "robustness", "fairness")
-LABELS = {"performance": "performance", "throughput": "throughput", "memory": "memory",
-          "robustness": "robustness", "fairness": "fairness"}
 DIRECTION = {"performance": 1, "throughput": 1, "memory": -1, "robustness": 1, "fairness": 1}
 DELTA_CUTOFF_PROPORTION = 0.0001  # Dynabench's delta_cutoff_proportion
 MAX_WEIGHT = 1000.0  # a viewer's weight above this is refused (only the ratios matter)

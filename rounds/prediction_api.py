@@ -12,8 +12,6 @@ Researchers, task owners and admins only (the people who may upload a model: `ro
 
 from __future__ import annotations
 
-from django.http import Http404
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -27,9 +25,8 @@ from dynabench_site.errors import InvalidInput
 from dynabench_site.text import check_optional_text
 from rounds import predictions
 from rounds.models import PredictionUpload
-from tasks.access import TaskScopedMixin, visible_task
+from tasks.access import TaskScopedMixin
 from tasks.permissions import IsResearcher
-from tasks.roles import can_manage
 
 
 class PredictionRequestSerializer(serializers.Serializer):
@@ -63,8 +60,8 @@ class TestSetsSerializer(serializers.Serializer):
     sets = serializers.ListField(child=serializers.DictField())
 
 
-def detail_payload(upload: PredictionUpload, *, errors: bool = True) -> dict:
-    return {**predictions.payload(upload, errors=errors), "url": reverse("api-prediction-detail", args=[upload.pk]),
+def detail_payload(upload: PredictionUpload, *, errors: bool = True, sets: list | None = None) -> dict:
+    return {**predictions.payload(upload, errors=errors, sets=sets), "url": reverse("api-prediction-detail", args=[upload.pk]),
             "page": reverse("rounds-predictions-detail", args=[upload.pk])}
 
 
@@ -100,10 +97,9 @@ class PredictionListView(ResearcherTaskView):
                    responses={200: PredictionUploadListSerializer, 403: None})
     def get(self, request, slug: str) -> Response:
         task = self.get_task()
-        rows = PredictionUpload.objects.filter(task=task).select_related("task", "uploaded_by").prefetch_related("scores")
-        if not can_manage(request.user, task):
-            rows = rows.filter(uploaded_by=request.user)
-        return Response({"uploads": [detail_payload(u, errors=False) for u in rows[:200]]})
+        rows = predictions.visible_uploads(request.user, task).prefetch_related("scores")
+        sets = predictions.public_sets(task)  # once for the whole list
+        return Response({"uploads": [detail_payload(u, errors=False, sets=sets) for u in rows[:200]]})
 
     @extend_schema(summary="Upload a prediction file: checked line by line, scored on every test set",
                    request={"multipart/form-data": PredictionRequestSerializer},
@@ -128,8 +124,5 @@ class PredictionDetailView(APIView):
     @extend_schema(summary="A prediction upload: its row-level report and each test set's status and figures",
                    responses={200: PredictionUploadSerializer, 404: None})
     def get(self, request, pk: int) -> Response:
-        upload = get_object_or_404(PredictionUpload.objects.select_related("task", "uploaded_by"), pk=pk)
-        visible_task(request.user, upload.task.slug)
-        if not predictions.can_see(request.user, upload):
-            raise Http404("No such prediction upload.")
+        upload = predictions.get_visible(request.user, pk)
         return Response(detail_payload(upload))

@@ -11,8 +11,8 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
 
 from dynabench_site import bodylimit
 from dynabench_site.pages import throttled_page
@@ -21,7 +21,7 @@ from dynabench_site.throttles import Throttled
 from rounds import predictions
 from rounds.models import PredictionUpload
 from tasks import roles
-from tasks.access import task_for, visible_task
+from tasks.access import task_for
 from tasks.models import Task
 
 ERRORS_PER_PAGE = 50
@@ -34,11 +34,8 @@ class PredictionForm(forms.Form):
 
 
 def upload_context(request, task: Task, form: PredictionForm, errors: list[str]) -> dict[str, Any]:
-    manage = roles.can_manage(request.user, task)
-    mine = PredictionUpload.objects.filter(task=task).select_related("uploaded_by")
-    if not manage:
-        mine = mine.filter(uploaded_by=request.user)
-    return {"task": task, "form": form, "errors": errors, "mine": mine[:50], "can_manage": manage,
+    return {"task": task, "form": form, "errors": errors, "mine": predictions.visible_uploads(request.user, task)[:50],
+            "can_manage": roles.can_manage(request.user, task),
             "sets": predictions.public_sets(task), "kind": predictions.output_kind(task),
             "line_format": predictions.line_format(task), "labels": getattr(task.typed_config, "labels", None),
             "max_mb": predictions.MAX_BYTES // predictions.MB, "daily_limit": predictions.DAILY_LIMIT}
@@ -95,10 +92,7 @@ def inputs(request, slug: str):
 def detail(request, pk: int):
     """An upload's page: its status per test set and its row-level error report (ERRORS_PER_PAGE a page). The
     uploader and the task's owners and admins; anyone else finds nothing here (404)."""
-    done = get_object_or_404(PredictionUpload.objects.select_related("task", "uploaded_by"), pk=pk)
-    visible_task(request.user, done.task.slug)
-    if not predictions.can_see(request.user, done):
-        raise Http404("No such prediction upload.")
+    done = predictions.get_visible(request.user, pk)
     report = done.report or {}
     page = Paginator(report.get("errors", []), ERRORS_PER_PAGE).get_page(request.GET.get("page"))
     return render(request, "rounds/predictions_detail.html", {

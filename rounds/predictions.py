@@ -31,10 +31,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from dynabench_site.errors import InvalidInput, NotPermitted
+from dynabench_site.errors import InvalidInput, NotFound, NotPermitted
 from dynabench_site.throttles import Throttled
 from exports import splits
 from modelzoo.intervals import interval_of
@@ -42,6 +43,7 @@ from rounds import datasets, uploads
 from rounds.evaluation import scored
 from rounds.models import PredictionScore, PredictionUpload
 from tasks import roles
+from tasks.access import visible_tasks
 from tasks.models import LabeledItem, Task
 from zoo.data import LabelledSet
 
@@ -137,6 +139,21 @@ def can_upload(user, task: Task) -> bool:
 def can_see(user, upload: PredictionUpload) -> bool:
     """The row-level report and the per-set figures: the uploader, the task's owners and admins."""
     return user.is_authenticated and (upload.uploaded_by_id == user.pk or roles.can_manage(user, upload.task))
+
+
+def visible_uploads(user, task: Task):
+    """The uploads of `task` that `user` may list: everyone's for the task's owners and admins, else their own."""
+    rows = PredictionUpload.objects.filter(task=task).select_related("task", "uploaded_by")
+    return rows if roles.can_manage(user, task) else rows.filter(uploaded_by=user)
+
+
+def get_visible(user, pk: int) -> PredictionUpload:
+    """Upload `pk` for its uploader and the task's owners and admins (`can_see`, on a task they can see); NotFound
+    for anyone else, as for an upload that does not exist."""
+    upload = PredictionUpload.objects.select_related("task", "uploaded_by").filter(pk=pk).first()
+    if upload is None or not can_see(user, upload) or not visible_tasks(user).filter(pk=upload.task_id).exists():
+        raise NotFound("No such prediction upload.")
+    return upload
 
 
 def check_rate(user, task: Task) -> None:
@@ -342,6 +359,10 @@ def submit(task: Task, user, name: Any, file, description: Any = "") -> Predicti
     error = "" if checked.accepted else (f"no line could be used: {checked.error_count} error(s)" if checked.lines
                                          else "the file holds no prediction")
     with transaction.atomic():
+        # Counted again under a lock on the uploader: parallel uploads of one researcher are stored one at a time,
+        # so the daily limit holds however many arrive at once (the check above spares reading a refused file).
+        get_user_model().objects.select_for_update().filter(pk=user.pk).first()
+        check_rate(user, task)
         upload = PredictionUpload.objects.create(
             task=task, uploaded_by=user, name=name, description=description,
             filename=str(getattr(file, "name", "") or "")[:200], rows=checked.lines, accepted=len(checked.accepted),
@@ -353,11 +374,12 @@ def submit(task: Task, user, name: Any, file, description: Any = "") -> Predicti
 # --- what the pages and the API show -----------------------------------------------------------------
 
 
-def summary(upload: PredictionUpload) -> list[dict[str, Any]]:
+def summary(upload: PredictionUpload, sets: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Per test set, in the leaderboard's order: status, size, coverage, missing rows, and the figures with
-    intervals (metric, value, low, high), and whether the set's size has changed since (stale)."""
+    intervals (metric, value, low, high), and whether the set's size has changed since (stale). `sets`: the task's
+    `public_sets`, when the caller lists several uploads (counted once, not per upload)."""
     task = upload.task
-    columns = {c["name"]: c for c in public_sets(task)}
+    columns = {c["name"]: c for c in (public_sets(task) if sets is None else sets)}
     metrics = task.kind_impl.metrics
     out = []
     by_set = {s.dataset: s for s in upload.scores.all()}
@@ -386,14 +408,15 @@ def summary(upload: PredictionUpload) -> list[dict[str, Any]]:
     return out
 
 
-def payload(upload: PredictionUpload, *, errors: bool = True) -> dict[str, Any]:
+def payload(upload: PredictionUpload, *, errors: bool = True, sets: list[dict[str, Any]] | None = None
+            ) -> dict[str, Any]:
     """An upload as the API answers it: what was read, accepted and refused, the report, and each set's figures."""
     report = upload.report or {}
     out = {"id": upload.pk, "task": upload.task.slug, "name": upload.name, "description": upload.description,
            "filename": upload.filename, "status": upload.status, "error": upload.error,
            "uploaded_by": upload.uploaded_by.username, "created_at": upload.created_at,
            "rows": upload.rows, "accepted": upload.accepted, "error_count": report.get("error_count", 0),
-           "errors_by_code": report.get("by_code", {}), "test_sets": summary(upload)}
+           "errors_by_code": report.get("by_code", {}), "test_sets": summary(upload, sets)}
     if errors:
         out["errors"] = report.get("errors", [])
         out["errors_truncated"] = bool(report.get("truncated"))
@@ -402,12 +425,15 @@ def payload(upload: PredictionUpload, *, errors: bool = True) -> dict[str, Any]:
 
 def leaderboard_rows(task: Task, columns: list[dict[str, Any]], counted: list[str], metric: str) -> list[dict[str, Any]]:
     """One leaderboard row per scored upload, shaped as `rounds.leaderboard._row`'s, with no throughput or memory
-    (predictions have neither) and `predictions_only` set. Only a set the file covers fully has a figure here."""
+    (predictions have neither) and `predictions_only` set. Only a set the file covers fully has a figure here, and
+    an upload that covers no set fully has no row."""
     rows = []
     uploads_ = (PredictionUpload.objects.filter(task=task, status=PredictionUpload.Status.SCORED)
                 .select_related("uploaded_by").prefetch_related("scores"))
     for upload in uploads_:
         by_set = {s.dataset: s for s in upload.scores.all() if s.status == PredictionScore.Status.SCORED}
+        if not by_set:  # no set covered fully: nothing to rank (its page shows what it has)
+            continue
         cells, scores = [], {}
         for column in columns:
             score = by_set.get(column["name"])

@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import NoReverseMatch, reverse
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
@@ -164,10 +164,7 @@ def leaderboard_page(request, slug: str):
     base = reverse("rounds-leaderboard", args=[task.slug])
     shown = board["weights"]
     share = f"{base}?{urlencode({m: f'{shown[m]:g}' for m in dynaboard.METRICS})}"
-    try:
-        predictions_upload_url = reverse("rounds-predictions-upload", args=[task.slug])
-    except NoReverseMatch:  # the prediction-upload page is not there yet
-        predictions_upload_url = None
+    predictions_upload_url = reverse("rounds-predictions-upload", args=[task.slug])
     context = {"task": task, "board": board, "can_manage": can_manage, "form": form,
                "can_upload": uploads.can_upload(request.user, task), "retrain_upload_id": uploads.trains_from(task),
                "weight_errors": weight_errors, "viewer_fields": [(m, shown[m]) for m in dynaboard.METRICS],
