@@ -80,6 +80,10 @@ class Example(models.Model):
     round = models.ForeignKey("tasks.Round", on_delete=models.PROTECT, related_name="examples")
     context = models.ForeignKey("tasks.Context", on_delete=models.PROTECT, null=True, blank=True, related_name="examples")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="examples")
+    # The study's arm the writer was assigned to (study.arms; never changed) and the interface language it was
+    # written in; null / "" outside a study.
+    arm = models.ForeignKey("study.Arm", on_delete=models.PROTECT, null=True, blank=True, related_name="examples")
+    language = models.CharField(max_length=10, blank=True, default="", db_default="")
     input = models.JSONField()
     target = models.JSONField()
 

@@ -188,6 +188,8 @@ INSTALLED_APPS = [
     "rounds",
     "crowd",
     "chat",
+    "study",
+    "notify",
 ]
 
 MIDDLEWARE = [
@@ -197,6 +199,8 @@ MIDDLEWARE = [
     # An oversized body is refused before anything reads it (413); uploads are also counted as they arrive.
     "dynabench_site.bodylimit.BodyLimitMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The interface language: the person's choice (the language cookie), else the browser's, else English.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -408,7 +412,44 @@ CELERY_BEAT_SCHEDULE = {
     "derive-badges": {"task": "crowd.derive_badges", "schedule": 3600.0},
     # Chat answers whose generation job was lost (broker down, worker killed) are queued again (chat.jobs).
     "chat-sweep-pending": {"task": "chat.sweep_pending", "schedule": 60.0, "options": {"expires": 50}},
+    # Notifications (notify): deliveries due for another try, or lost with their job, are sent again.
+    "notify-sweep": {"task": "notify.sweep", "schedule": 30.0, "options": {"expires": 25}},
+    # The crowd platform's lifecycle (crowd.lifecycle): timed-out assignments free their slot; the platform's
+    # submissions are polled where its webhooks may not reach this site.
+    "crowd-lifecycle": {"task": "crowd.lifecycle_sweep", "schedule": float(env_int("CROWD_POLL_SECONDS", 60, minimum=5)),
+                        "options": {"expires": 50}},
 }
+
+# --- Studies, notifications, the crowd platform, languages (docs/study.md) ---------------------------------------
+# The interface's languages (Django i18n; catalogues in locale/). Participants choose theirs; exports record it.
+LANGUAGES = [("en", "English"), ("es", "Español"), ("ar", "العربية")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+LANGUAGE_COOKIE_NAME = "language"
+# E-mail (Django's mail framework): SMTP by default; the embedded default prints mails to the console when no host
+# is named.
+EMAIL_HOST = env_str("EMAIL_HOST", "")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10, minimum=1)
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST
+                        else "django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "dynabench@localhost")
+# Outgoing webhooks (notify): each call's timeout, the tries per delivery and the first wait between them (doubling,
+# at most NOTIFY_RETRY_MAX_SECONDS), and after how many failed deliveries in a row a webhook is switched off.
+NOTIFY_TIMEOUT_SECONDS = float(env_int("NOTIFY_TIMEOUT_SECONDS", 5, minimum=1))
+NOTIFY_MAX_ATTEMPTS = env_int("NOTIFY_MAX_ATTEMPTS", 5, minimum=1)
+NOTIFY_RETRY_BASE_SECONDS = float(env_int("NOTIFY_RETRY_BASE_SECONDS", 10, minimum=0))
+NOTIFY_RETRY_MAX_SECONDS = float(env_int("NOTIFY_RETRY_MAX_SECONDS", 3600, minimum=1))
+NOTIFY_DISABLE_AFTER = env_int("NOTIFY_DISABLE_AFTER", 5, minimum=1)
+# Whether webhooks may reach private addresses (a local service): off in production, as for language models.
+NOTIFY_ALLOW_PRIVATE = env_bool("NOTIFY_ALLOW_PRIVATE", DEBUG)
+# The crowd platform's incoming webhooks: how old a signed timestamp may be (seconds); its API for the polling
+# fallback (an address such as https://api.prolific.com, and the token's environment variable's value).
+CROWD_WEBHOOK_TOLERANCE_SECONDS = env_int("CROWD_WEBHOOK_TOLERANCE_SECONDS", 300, minimum=1)
+CROWD_PLATFORM_API_URL = env_str("CROWD_PLATFORM_API_URL", "")
+CROWD_PLATFORM_API_TOKEN = env_str("CROWD_PLATFORM_API_TOKEN", "")
 
 # Chat tasks (chat.jobs): tries per answer for a provider that is down, slow or over its quota, the first wait
 # between them (doubling, at most 30 s), and how long an answer may stay pending before the sweep queues it again

@@ -17,6 +17,8 @@ api_patterns = [
     path("", include("exports.api_urls")),
     path("", include("rounds.api_urls")),
     path("", include("chat.api_urls")),
+    path("", include("study.api_urls")),
+    path("", include("notify.api_urls")),
 ]
 
 urlpatterns = [
@@ -36,6 +38,9 @@ urlpatterns = [
     path("", include("rounds.urls")),
     path("", include("crowd.urls")),
     path("", include("chat.urls")),
+    path("", include("study.urls")),
+    path("", include("notify.urls")),
+    path("i18n/", include("django.conf.urls.i18n")),
 ]
 
 # Errors in the site's layout (Django calls these only when DEBUG is false; `pages.DomainErrorMiddleware`

@@ -14,7 +14,7 @@ from django.urls import reverse
 from dynabench_site import access_cache
 from dynabench_site.errors import Conflict, InvalidInput
 from dynabench_site.text import check_text
-from tasks import roles
+from tasks import gates, roles
 from tasks.models import Guidelines, GuidelinesAcknowledgement, Task
 
 MAX_CHARS = 50_000

@@ -80,6 +80,7 @@ class World:
     suggestion: int = 0  # the annotator's request to the writing assistant
     chat: Any = None  # the chat task's world (tests/chat/matrix: ChatWorld)
     predictions: Any = None  # the prediction uploads' world (tests/rounds/prediction_matrix)
+    parts: dict = field(default_factory=dict)  # each PART_MATRICES module's world, by the module's short name
 
 
 @dataclass(frozen=True)
@@ -379,6 +380,16 @@ from tests.rounds import prediction_matrix  # noqa: E402
 
 ROWS += prediction_matrix.rows(_sys.modules[__name__])  # prediction-file uploads (tests/rounds/prediction_matrix)
 
+import importlib as _importlib  # noqa: E402
+
+# More parts' rows, each module with `build(world) -> its world` (kept in `world.parts[<short name>]`) and `rows(m)`:
+# the study (consent, surveys, arms, translations), notifications, the crowd platform's lifecycle, languages.
+PART_MATRICES = {name.rsplit(".", 1)[-1]: _importlib.import_module(name) for name in (
+    "tests.study.study_matrix", "tests.notify.notify_matrix", "tests.crowd.lifecycle_matrix",
+    "tests.site.i18n_matrix", "tests.rounds.arms_matrix")}
+for _part in PART_MATRICES.values():
+    ROWS += _part.rows(_sys.modules[__name__])
+
 
 # --- the world every row acts on ---------------------------------------------------------------------
 
@@ -418,6 +429,8 @@ def build_world() -> World:
                   quiz.items.get().pk, ensemble.pk, suggestion.pk)
     world.chat = chat_matrix.build(people)
     world.predictions = prediction_matrix.build(world)
+    for name, part in PART_MATRICES.items():
+        world.parts[name] = part.build(world)
     for shown in (task, world.chat.task):
         guidelines.publish(shown, "Be kind.", by=people["owner"])
         for user in people.values():  # everyone has read them: the guidelines rule is not what this matrix tests
