@@ -27,7 +27,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = ["accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
-        "torchserve", "chat"]
+        "torchserve", "chat", "study", "notify"]
 LIBRARY = "zoo"  # below every app and the kernel
 DJANGO = ("django", "rest_framework", "celery", "kombu", "channels")
 KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", "dynabench_site.celery",
@@ -37,10 +37,18 @@ KERNEL = ["dynabench_site.errors", "dynabench_site.env", "dynabench_site.jobs", 
           "dynabench_site.access_cache", "dynabench_site.wake"]
 FORBIDDEN = {
     "accounts": {"tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research",
-                 "chat"},
-    "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research", "chat"},
-    "modelzoo": {"annotation", "validation", "exports", "crowd", "rounds", "hardness", "research", "chat"},
-    "hardness": {"annotation", "validation", "exports", "crowd", "rounds", "research", "chat"},
+                 "chat", "study", "notify"},
+    "tasks": {"annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research", "chat",
+              "study", "notify"},
+    "modelzoo": {"annotation", "validation", "exports", "crowd", "rounds", "hardness", "research", "chat", "study",
+                 "notify"},
+    "hardness": {"annotation", "validation", "exports", "crowd", "rounds", "research", "chat", "study", "notify"},
+    # notify (outgoing webhooks and e-mail) sits right above tasks: the apps that cause an event call it
+    "notify": {"annotation", "validation", "modelzoo", "hardness", "exports", "crowd", "rounds", "research", "chat",
+               "study"},
+    # study (consent, surveys, arms, participants, translations) sits above the model zoo (an arm's ensemble) and
+    # below the apps where people work, which read a person's arm and language from it
+    "study": {"annotation", "validation", "exports", "crowd", "rounds", "hardness", "research", "chat", "notify"},
     "annotation": {"validation", "exports", "crowd", "rounds", "hardness", "research", "chat"},
     "validation": {"modelzoo", "hardness", "exports", "crowd", "rounds", "research", "chat"},
     # chat (conversations with language models, their judgements, the arena) sits beside annotation: it calls
@@ -50,7 +58,7 @@ FORBIDDEN = {
     "crowd": {"modelzoo", "hardness", "exports", "rounds", "research", "chat"},
     "rounds": {"research"},
     "torchserve": {"accounts", "tasks", "annotation", "validation", "modelzoo", "hardness", "exports", "crowd",
-                   "rounds", "research", "chat"},
+                   "rounds", "research", "chat", "study", "notify"},
 }
 
 
