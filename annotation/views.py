@@ -19,7 +19,7 @@ from dynabench_site import errors
 from dynabench_site.pages import back_url, returns_to
 from dynabench_site.params import whole_number
 from tasks import roles
-from tasks.access import task_for, visible_task
+from tasks.access import step_redirect, task_for, visible_task
 from tasks.models import Task
 from zoo import explain_methods
 
@@ -63,6 +63,8 @@ def context_rows(task: Task) -> list[tuple[str, str]]:
 @login_required
 def create(request, slug: str):
     task = task_for(request, slug, roles.ANNOTATOR)
+    if (step := step_redirect(request, task)) is not None:  # consent, the pre-survey (tasks.gates)
+        return step
     round = task.current_round
     return render(
         request,

@@ -25,7 +25,7 @@ from django.urls import path, reverse
 from chat import services
 from chat.models import Conversation, Message
 from tasks import roles
-from tasks.access import open_round, refusal, visible_task
+from tasks.access import open_round, refusal, step_redirect, visible_task
 from tasks.kinds.chat import ChatConfig, slot_name
 from tasks.models import Task
 
@@ -103,6 +103,8 @@ def conversations(request, slug: str):
     task = chat_task(visible_task(request.user, slug))  # not a chat task: no such page (404), whoever asks
     if not roles.has_role(request.user, roles.ANNOTATOR, task):
         raise PermissionDenied(refusal(roles.ANNOTATOR))
+    if (step := step_redirect(request, task)) is not None:  # consent, the pre-survey (tasks.gates)
+        return step
     mine = (services.conversations(request.user, task)
             .annotate(turns=Count("messages", filter=Q(messages__role=Message.Role.USER), distinct=True),
                       marked=Count("messages__failure", distinct=True)))

@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+"""The study's API (under /api/): the participant's consent, surveys and withdrawal; the arms' (study.arm_api_urls)."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+urlpatterns: list = [
+    path("", include("study.arm_api_urls")),
+]

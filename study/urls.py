@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+"""The study's pages: the participant's path (consent, surveys, withdrawal) and the owner's study console;
+the arms' pages (study.arm_urls) and the task texts' translations (study.text_urls)."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+urlpatterns: list = [
+    path("", include("study.arm_urls")),
+    path("", include("study.text_urls")),
+]

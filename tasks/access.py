@@ -72,6 +72,17 @@ def task_for(request: HttpRequest, slug: str, role: str | None = None) -> Task:
     return task
 
 
+def step_redirect(request: HttpRequest, task: Task):
+    """For work pages (write, validate, chat): a redirect to the first step the person still has to take before
+    any work (tasks.gates: the study's consent, pre-survey, ...), or None."""
+    from django.shortcuts import redirect
+
+    from tasks import gates
+
+    step = gates.pending(request.user, task)
+    return redirect(step.url) if step is not None else None
+
+
 class TaskScopedMixin:
     """For API views whose URL names a task by `slug`: `get_task()` is that task as the caller may see it
     (404 otherwise), looked up once per request. Role checks are the view's permission classes."""

@@ -17,7 +17,7 @@ from dynabench_site import throttles
 from dynabench_site.pages import returns_to
 from dynabench_site.params import whole_number
 from tasks import roles
-from tasks.access import task_for
+from tasks.access import step_redirect, task_for
 from tasks.models import Task
 from validation import guidance, services, stats
 from validation.models import Validation
@@ -33,6 +33,8 @@ SHOW = {"all": DISPUTED | FLAGS | APPEALS, "disagreements": DISPUTED, "flags": F
 @login_required
 def validate(request: HttpRequest, slug: str) -> HttpResponse:
     task = task_for(request, slug, roles.VALIDATOR)
+    if (step := step_redirect(request, task)) is not None:  # consent, the pre-survey (tasks.gates)
+        return step
     return render(request, "validation/validate.html", {"task": task, "config": task.typed_config,
                                                         "rule": task.typed_config.validation,
                                                         "guidance": guidance.text(task)})
