@@ -386,7 +386,7 @@ import importlib as _importlib  # noqa: E402
 # the study (consent, surveys, arms, translations), notifications, the crowd platform's lifecycle, languages.
 PART_MATRICES = {name.rsplit(".", 1)[-1]: _importlib.import_module(name) for name in (
     "tests.study.study_matrix", "tests.notify.notify_matrix", "tests.crowd.lifecycle_matrix",
-    "tests.site.i18n_matrix", "tests.rounds.arms_matrix")}
+    "tests.site.i18n_matrix", "tests.rounds.arms_matrix", "tests.study.arm_matrix")}
 for _part in PART_MATRICES.values():
     ROWS += _part.rows(_sys.modules[__name__])
 
