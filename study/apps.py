@@ -11,3 +11,9 @@ class StudyConfig(AppConfig):
 
         # Consent, the pre-survey (eligibility) and the arm come before any work on the task (tasks.gates).
         gates.register("study", gate.pending)
+
+        # The owner's translations of the task's texts, for the task pages below the study app (tasks.texts).
+        from study import texts
+        from tasks import texts as task_texts
+
+        task_texts.register("study", texts.text)
