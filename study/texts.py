@@ -8,7 +8,8 @@ where a translation exists, else as written. The rules:
 * `field` names the text (`fields(task)` lists them, each with its source): `instructions`, `guidelines`,
   `consent`, `survey:<phase>:title`, `survey:<phase>:intro`, `question:<phase>:<key>`,
   `question:<phase>:<key>:choices` (a JSON list, as long as the question's own list), `label:<label>` (a label's
-  display name: the label itself stays the stored value; only what people read changes).
+  display name: the label itself stays the stored value; only what people read changes), `field:<name>` (the
+  name the create page shows for a context or input field).
 * A translation of a versioned text (guidelines, consent) that is older than the text's current version is not
   shown: people read the current version as written until the owner translates it again (the page says which
   translations are out of date). Nobody agrees to, or is held to, rules translated from an older version.
@@ -28,6 +29,7 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import translation
+from django.utils.translation import gettext as _
 
 from dynabench_site.errors import InvalidInput
 from dynabench_site.text import text_problem
@@ -124,15 +126,20 @@ def label_names(task, labels: list[str] | None = None, language: str | None = No
 
 def question_choices(question: Question, language: str | None = None) -> list[str]:
     """A question's choices as people read them (the stored answers stay the choices as written)."""
-    choices = [str(c) for c in (question.choices or [])]
     raw = text(question.survey.task, f"question:{question.survey.phase}:{question.key}:choices", "", language)
+    return _choices(question.choices, raw)
+
+
+def _choices(choices: list | None, raw: str | None) -> list[str]:
+    """The choices as written, each replaced by its translation when `raw` is a JSON list as long as they are."""
+    written = [str(c) for c in (choices or [])]
     try:
         shown = json.loads(raw) if raw else None
     except ValueError:
         shown = None
-    if not isinstance(shown, list) or len(shown) != len(choices):
-        return choices
-    return [str(s) or c for s, c in zip(shown, choices)]
+    if not isinstance(shown, list) or len(shown) != len(written):
+        return written
+    return [str(s) or c for s, c in zip(shown, written, strict=True)]
 
 
 def survey_texts(survey: Survey, language: str | None = None) -> dict[str, Any]:
@@ -145,13 +152,7 @@ def survey_texts(survey: Survey, language: str | None = None) -> dict[str, Any]:
     found = texts(survey.task, fields, language)
     shown_questions = {}
     for q in questions:
-        choices = [str(c) for c in (q.choices or [])]
-        try:
-            translated = json.loads(found.get(f"question:{phase}:{q.key}:choices", "null"))
-        except ValueError:
-            translated = None
-        if isinstance(translated, list) and len(translated) == len(choices):
-            choices = [str(s) or c for s, c in zip(translated, choices)]
+        choices = _choices(q.choices, found.get(f"question:{phase}:{q.key}:choices"))
         shown_questions[q.key] = {"text": found.get(f"question:{phase}:{q.key}", q.text), "choices": choices}
     return {"title": found.get(f"survey:{phase}:title", survey.title),
             "intro": found.get(f"survey:{phase}:intro", survey.intro), "questions": shown_questions}
@@ -187,26 +188,31 @@ class Field:
 def fields(task) -> list[Field]:
     """Every text of the task an owner may translate, with its source text, in page order."""
     config = task.typed_config
-    found = [Field("instructions", "task", "Instructions", config.instructions or "", markdown=True)]
+    found = [Field("instructions", "task", _("Instructions"), config.instructions or "", markdown=True)]
     guidelines = task.guidelines.order_by("-version").first()
     if guidelines is not None:
-        found.append(Field("guidelines", "task", f"Guidelines (version {guidelines.version})", guidelines.text,
-                           markdown=True))
+        name = _("Guidelines (version %(version)s)") % {"version": guidelines.version}
+        found.append(Field("guidelines", "task", name, guidelines.text, markdown=True))
     consent = Consent.objects.filter(task=task).order_by("-version").first()
     if consent is not None:
-        found.append(Field("consent", "consent", f"Consent (version {consent.version})", consent.text, markdown=True))
+        name = _("Consent (version %(version)s)") % {"version": consent.version}
+        found.append(Field("consent", "consent", name, consent.text, markdown=True))
     for survey in Survey.objects.filter(task=task).prefetch_related("questions").order_by("phase"):
         phase = survey.phase
         group = f"survey:{phase}"
-        found.append(Field(f"survey:{phase}:title", group, "Title", survey.title, multiline=False))
-        found.append(Field(f"survey:{phase}:intro", group, "Introduction", survey.intro, markdown=True))
+        found.append(Field(f"survey:{phase}:title", group, _("Title"), survey.title, multiline=False))
+        found.append(Field(f"survey:{phase}:intro", group, _("Introduction"), survey.intro, markdown=True))
         for q in survey.questions.all():
-            found.append(Field(f"question:{phase}:{q.key}", group, f"Question “{q.key}”", q.text))
+            found.append(Field(f"question:{phase}:{q.key}", group, _("Question “%(key)s”") % {"key": q.key}, q.text))
             if q.choices:
-                found.append(Field(f"question:{phase}:{q.key}:choices", group, f"Choices of “{q.key}” (one a line)",
+                name = _("Choices of “%(key)s” (one a line)") % {"key": q.key}
+                found.append(Field(f"question:{phase}:{q.key}:choices", group, name,
                                    "\n".join(str(c) for c in q.choices), choices=len(q.choices)))
     for label in getattr(config, "labels", []) or []:
-        found.append(Field(f"label:{label}", "labels", f"Label “{label}”", label, multiline=False))
+        found.append(Field(f"label:{label}", "labels", _("Label “%(label)s”") % {"label": label}, label, multiline=False))
+    for name in dict.fromkeys([*config.context_fields, *config.input_fields]):  # the names of the create page's fields
+        found.append(Field(f"field:{name}", "labels", _("Field “%(name)s”") % {"name": name}, name.capitalize(),
+                           multiline=False))
     return found
 
 
@@ -227,7 +233,7 @@ def stored_value(field: Field, value: Any) -> str:
     problem = text_problem(value)
     if problem is not None:
         raise InvalidInput(problem, field=field.key)
-    limit = MAX_LABEL_CHARS if field.key.startswith("label:") else MAX_CHARS
+    limit = MAX_LABEL_CHARS if field.key.startswith(("label:", "field:")) else MAX_CHARS
     if len(value) > limit:
         raise InvalidInput(f"is {len(value)} characters long; the limit is {limit}", field=field.key)
     if not field.multiline and "\n" in value:

@@ -7,7 +7,8 @@ without a provider every text reads as written. Templates: `{% load task_texts %
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from zoo.registry import Registry
 

@@ -19,3 +19,10 @@ def task_text(task, field: str, default: str) -> str:
 def label_name(task, label) -> str:
     """A label's display name in the reader's language (the label itself where untranslated)."""
     return texts.text(task, f"label:{label}", str(label))
+
+
+@register.simple_tag
+def label_names(task) -> dict[str, str]:
+    """`{% label_names task as names %}`: label -> display name, for page scripts (json_script)."""
+    return {str(label): texts.text(task, f"label:{label}", str(label))
+            for label in getattr(task.typed_config, "labels", []) or []}

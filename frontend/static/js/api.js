@@ -34,7 +34,7 @@
 
   // The API's error answers are {"detail": "one sentence", "errors": {field: [messages]}}.
   function errorText(data, fallback) {
-    return (data && data.detail) || fallback || "Something went wrong.";
+    return (data && data.detail) || fallback || (root.gettext ? root.gettext("Something went wrong.") : "Something went wrong.");
   }
 
   function showError(element, data, fallback) {

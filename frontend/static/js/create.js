@@ -4,6 +4,13 @@
   "use strict";
   const { call, showError: showErrorIn, errorText, pageData } = window.dynabench.api;
   const cfg = pageData("create-config");
+  // The interface's strings in the page's language (the /jsi18n/ catalogue; base.html loads it before this script).
+  const gettext = window.gettext || ((text) => text);
+  const ngettext = window.ngettext || ((one, many, n) => (n === 1 ? one : many));
+  const fmt = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, key) => String(values[key]));
+  // What people read for a label (the owner's translation; the stored label stays the label itself).
+  const labelNames = pageData("label-names") || {};
+  const labelName = (label) => (typeof label === "string" && labelNames[label]) || String(label);
   const $ = (id) => document.getElementById(id);
   const withQuery = (url, params) => {
     const query = new URLSearchParams(Object.entries(params).filter(([, v]) => v !== null && v !== undefined && v !== ""));
@@ -33,6 +40,8 @@
   }
 
   const pct = (p) => `${(100 * p).toFixed(1)}%`;
+  // "wait N seconds" of a 429: the server's Retry-After, else "a few"
+  const tooMany = (text, result) => fmt(text, { seconds: result.retryAfter || gettext("a few") });
 
   // --- context ---------------------------------------------------------------------------------
   function passageEl() {
@@ -54,7 +63,7 @@
   async function newContext() {
     const result = await call("POST", api.next(state.contextId));
     if (result.status === 200) showContext(result.data);
-    else if (result.status === 204) showError({ detail: "This task has no context to write about in the open round." });
+    else if (result.status === 204) showError({ detail: gettext("This task has no context to write about in the open round.") });
     else showError(result.data);
   }
 
@@ -66,7 +75,7 @@
     if (!$("answer-input")) return;
     if (!fromInput) $("answer-input").value = answer ? answer.text : "";
     if (!fromInput) showOccurrences([]);
-    $("answer-status").textContent = note !== undefined ? note : (answer ? "Highlighted in the passage." : "");
+    $("answer-status").textContent = note !== undefined ? note : (answer ? gettext("Highlighted in the passage.") : "");
   }
 
   function occurrences(passage, text) {
@@ -88,12 +97,13 @@
     box.hidden = starts.length < 2;
     if (starts.length < 2) return;
     const passage = passageEl().textContent;
-    box.append(el("legend", {}, `“${text}” appears ${starts.length} times in the passage. Which one do you mean?`));
+    box.append(el("legend", {}, fmt(gettext("“%(text)s” appears %(count)s times in the passage. Which one do you mean?"),
+      { text, count: starts.length })));
     starts.forEach((start, i) => {
       const [before, match, after] = snippet(passage, start, text.length);
       const input = el("input", { type: "radio", name: "answer-occurrence", value: String(start), id: `occurrence-${i + 1}` });
       input.addEventListener("change", () =>
-        setAnswer({ text, start }, true, `Occurrence ${i + 1} of ${starts.length} chosen.`));
+        setAnswer({ text, start }, true, fmt(gettext("Occurrence %(n)s of %(count)s chosen."), { n: i + 1, count: starts.length })));
       box.append(el("label", { class: "occurrence", for: `occurrence-${i + 1}` }, input,
         el("span", {}, before, el("mark", {}, match), after)));
     });
@@ -124,9 +134,9 @@
     const starts = text ? occurrences(passageEl().textContent, text) : [];
     showOccurrences(starts, text);
     if (!text) setAnswer(null, true, "");
-    else if (starts.length === 0) setAnswer(null, true, "Not in the passage: type it exactly as it appears there, or highlight it.");
-    else if (starts.length === 1) setAnswer({ text, start: starts[0] }, true, "Found in the passage.");
-    else setAnswer(null, true, "Choose which occurrence you mean (below).");
+    else if (starts.length === 0) setAnswer(null, true, gettext("Not in the passage: type it exactly as it appears there, or highlight it."));
+    else if (starts.length === 1) setAnswer({ text, start: starts[0] }, true, gettext("Found in the passage."));
+    else setAnswer(null, true, gettext("Choose which occurrence you mean (below)."));
   }
 
   // --- the character counter: the limit is shown before it is reached, never applied silently -------
@@ -135,7 +145,9 @@
     if (!count) return;
     const length = node.value.length;
     const over = length - cfg.max_input_chars;
-    count.textContent = over > 0 ? `${length} / ${cfg.max_input_chars}: ${over} too many` : `${length} / ${cfg.max_input_chars}`;
+    count.textContent = over > 0
+      ? fmt(gettext("%(length)s / %(limit)s: %(over)s too many"), { length, limit: cfg.max_input_chars, over })
+      : `${length} / ${cfg.max_input_chars}`;
     count.classList.toggle("near", over <= 0 && length >= 0.9 * cfg.max_input_chars);
     count.classList.toggle("over", over > 0);
   }
@@ -164,18 +176,20 @@
   async function submit(event) {
     if (event) event.preventDefault();
     $("form-error").textContent = "";
-    if (!$("guidelines-gate").hidden) return showError(null, "Read the guidelines above and confirm them first.");
+    if (!$("guidelines-gate").hidden) return showError(null, gettext("Read the guidelines above and confirm them first."));
     const { input, target } = readForm();
     const long = tooLong();
     if (long) {
-      showError(null, `${long.dataset.inputField}: ${long.value.trim().length} characters; the limit is ${cfg.max_input_chars}.`);
+      showError(null, fmt(gettext("%(field)s: %(length)s characters; the limit is %(limit)s."),
+        { field: long.dataset.inputField, length: long.value.trim().length, limit: cfg.max_input_chars }));
       long.focus();
       return;
     }
     if (target === null || target === undefined) {
       const typed = cfg.answer_is_span && $("answer-input").value.trim();
-      showError(null, !cfg.answer_is_span ? "Choose the label you intend."
-        : (typed ? "Answer: choose which occurrence in the passage you mean, or highlight it." : "Answer: highlight it in the passage, or type it."));
+      showError(null, !cfg.answer_is_span ? gettext("Choose the label you intend.")
+        : (typed ? gettext("Answer: choose which occurrence in the passage you mean, or highlight it.")
+          : gettext("Answer: highlight it in the passage, or type it.")));
       return;
     }
     const sandbox = $("sandbox").checked;
@@ -193,12 +207,12 @@
     } catch (error) {
       setScoring(false);
       $("verdict").hidden = true;
-      showError(null, "The network failed; submit again (your example will not be saved twice).");
+      showError(null, gettext("The network failed; submit again (your example will not be saved twice)."));
       return;
     }
     setScoring(false);
     if (!result.ok) $("verdict").hidden = true;  // the placeholder goes; the reason shows by the form
-    if (result.status === 429) return showError(null, `Too many submissions; wait ${result.retryAfter || "a few"} seconds.`);
+    if (result.status === 429) return showError(null, tooMany(gettext("Too many submissions; wait %(seconds)s seconds."), result));
     if (result.status === 409 && result.data && result.data.code === "guidelines") return guidelinesRefusal(result.data);
     if (!result.ok) return showError(result.data);
     state.key = null;
@@ -224,7 +238,7 @@
 
   function guidelinesRefusal(data) {
     gate.refusal($("form-error"), data, () => {
-      $("form-error").textContent = "Thank you. Your example, its label and the context are as you left them: submit it when ready.";
+      $("form-error").textContent = gettext("Thank you. Your example, its label and the context are as you left them: submit it when ready.");
       $("submit").focus();
     });
   }
@@ -233,13 +247,13 @@
   function setScoring(on) {
     $("submit").disabled = on;
     $("submit").setAttribute("aria-busy", on ? "true" : "false");
-    $("submit-label").textContent = on ? "Scoring…" : "Submit";
+    $("submit-label").textContent = on ? gettext("Scoring…") : gettext("Submit");
     $("submit-spinner").hidden = !on;
     if (!on) return;
     $("verdict").hidden = false;
     $("verdict-sandbox").hidden = true;
     $("verdict-state").className = "verdict-state pending";
-    $("verdict-state").textContent = "Scoring your example…";
+    $("verdict-state").textContent = gettext("Scoring your example…");
     $("verdict-body").hidden = true;
     $("verdict-actions").hidden = true;
     markModelAnswer(null);
@@ -252,9 +266,10 @@
     if (!prediction) return "—";
     if ("label" in prediction) {
       const p = prediction.probs && prediction.probs[prediction.label];
-      return p === undefined ? prediction.label : `${prediction.label} (${pct(p)})`;
+      return p === undefined ? labelName(prediction.label) : `${labelName(prediction.label)} (${pct(p)})`;
     }
-    return `“${prediction.text}”` + (prediction.score !== undefined ? ` (confidence ${pct(Number(prediction.score))})` : "");
+    return `“${prediction.text}”` + (prediction.score !== undefined
+      ? " " + fmt(gettext("(confidence %(value)s)"), { value: pct(Number(prediction.score)) }) : "");
   }
 
   // The ensemble's QA answer, marked where it stands in the passage (the passage text itself is unchanged).
@@ -267,7 +282,8 @@
     const start = Number(prediction.start), end = Number(prediction.end);
     if (!(start >= 0 && end > start && end <= text.length)) return;
     const mark = el("mark", { class: "model-answer", id: "model-answer",
-      title: `The models' answer${prediction.score !== undefined ? ` (confidence ${pct(Number(prediction.score))})` : ""}` },
+      title: gettext("The models' answer") + (prediction.score !== undefined
+        ? " " + fmt(gettext("(confidence %(value)s)"), { value: pct(Number(prediction.score)) }) : "") },
     text.slice(start, end));
     passage.replaceChildren(text.slice(0, start), mark, text.slice(end));
   }
@@ -276,11 +292,11 @@
     const box = $("ensemble");
     box.replaceChildren();
     if (prediction && prediction.probs) {
-      box.append(el("p", { class: "ensemble-label", id: "ensemble-label" }, prediction.label));
+      box.append(el("p", { class: "ensemble-label", id: "ensemble-label" }, labelName(prediction.label)));
       Object.entries(prediction.probs).sort((a, b) => b[1] - a[1]).forEach(([label, p]) => {
         const bar = el("span", { class: "bar" });
         bar.style.width = pct(p);
-        box.append(el("div", { class: "prob", "data-label": label }, el("span", { class: "prob-label" }, label),
+        box.append(el("div", { class: "prob", "data-label": label }, el("span", { class: "prob-label" }, labelName(label)),
           el("span", { class: "bar-track" }, bar), el("span", { class: "prob-value" }, pct(p))));
       });
     } else box.append(el("p", { class: "ensemble-label", id: "ensemble-label" }, predictionText(prediction)));
@@ -301,12 +317,12 @@
   // ensemble's. One that did not answer in time is left out of this verdict, and the row says why.
   function opponentRow(m) {
     let answer = predictionText(m.prediction);
-    if (m.left_out) answer = `left out of this verdict: ${m.left_out}`;
-    else if (m.fooled !== undefined) answer += m.fooled ? " — it was fooled too" : " — it was not fooled";
+    if (m.left_out) answer = fmt(gettext("left out of this verdict: %(reason)s"), { reason: m.left_out });
+    else if (m.fooled !== undefined) answer += m.fooled ? gettext(" — it was fooled too") : gettext(" — it was not fooled");
     const notes = el("p", { class: "muted opponent-notes" });
     if (m.held_out) notes.append(el("span", { class: "opponent-held-out" }, m.held_out), " ");
     notes.append(el("strong", { class: "opponent-decides" },
-      m.note || "It never changes the verdict: the ensemble's decides; this row is shown for comparison."));
+      m.note || gettext("It never changes the verdict: the ensemble's decides; this row is shown for comparison.")));
     return el("tr", { class: "model-row opponent" },
       el("td", {}, `${m.name} (v${m.model_version})`),  // the stylesheet adds "· LLM opponent"
       el("td", {}, el("span", { class: "opponent-answer" }, answer), notes));
@@ -328,14 +344,14 @@
     box.replaceChildren();
     $("heatmap-legend").textContent = "";
     if (example.explanation_state === "pending") {
-      box.append(el("p", { class: "lead map-pending", id: "map-pending" }, "Working out which words mattered to the models…"));
+      box.append(el("p", { class: "lead map-pending", id: "map-pending" }, gettext("Working out which words mattered to the models…")));
       scheduleMapPoll(example.id, 700);
       return;
     }
     box.append(el("p", { class: "lead", id: "map-unavailable" }, example.explanation_error
-      ? `No word map: ${example.explanation_error}` : "No word map for this verdict."));
+      ? fmt(gettext("No word map: %(reason)s"), { reason: example.explanation_error }) : gettext("No word map for this verdict.")));
     if (example.links && example.links.word_map) {
-      const again = el("button", { type: "button", class: "secondary", id: "map-again" }, "Ask for the word map again");
+      const again = el("button", { type: "button", class: "secondary", id: "map-again" }, gettext("Ask for the word map again"));
       again.addEventListener("click", async () => {
         again.disabled = true;
         const result = await call("POST", example.links.word_map).catch(() => null);
@@ -369,13 +385,14 @@
     box.replaceChildren();
     if (!explanation || !explanation.words || !explanation.words.length) {
       $("heatmap-legend").textContent = "";
-      box.append(el("p", { class: "lead" }, "No explanation for this verdict."));
+      box.append(el("p", { class: "lead" }, gettext("No explanation for this verdict.")));
       return;
     }
     // The legend comes with the explanation (it names the answer, the method and the number of models).
-    const answer = prediction && "label" in prediction ? `“${prediction.label}”` : "the answer";
+    const answer = prediction && "label" in prediction ? `“${labelName(prediction.label)}”` : gettext("the answer");
     $("heatmap-legend").textContent = explanation.legend
-      || `Green words speak for ${answer}, red words against it (method: ${METHOD_NAMES[explanation.method] || explanation.method}).`;
+      || fmt(gettext("Green words speak for %(answer)s, red words against it (method: %(method)s)."),
+        { answer, method: METHOD_NAMES[explanation.method] || explanation.method });
     let segment = explanation.words[0].segment ?? 0;
     explanation.words.forEach((w) => {
       if ((w.segment ?? 0) !== segment) { segment = w.segment; box.append(el("span", { class: "hm-sep" }, "‖")); }
@@ -384,10 +401,14 @@
       span.style.backgroundColor = heatColor(score);
       box.append(span, " ");
     });
-    const models = explanation.members ? ` over ${explanation.members} model${explanation.members === 1 ? "" : "s"}` : "";
-    box.append(el("p", { class: "lead hm-method", id: "heatmap-method" },
-      `Method: ${METHOD_NAMES[explanation.method] || explanation.method}${models}. `,
-      el("span", { class: "hm-key hm-key-for" }, "for"), " ", el("span", { class: "hm-key hm-key-against" }, "against")));
+    const method = METHOD_NAMES[explanation.method] || explanation.method;
+    const line = explanation.members
+      ? fmt(ngettext("Method: %(method)s over %(count)s model.", "Method: %(method)s over %(count)s models.", explanation.members),
+        { method, count: explanation.members })
+      : fmt(gettext("Method: %(method)s."), { method });
+    box.append(el("p", { class: "lead hm-method", id: "heatmap-method" }, `${line} `,
+      el("span", { class: "hm-key hm-key-for" }, gettext("for")), " ",
+      el("span", { class: "hm-key hm-key-against" }, gettext("against"))));
   }
 
   function showVerdict(example, sandbox) {
@@ -406,16 +427,16 @@
     if (pending) {
       // Broker down when it was saved: the example is kept and queued again by itself once the queue is back.
       stateText.textContent = example.scoring_delayed
-        ? "Saved — scoring delayed: the job queue is unreachable; it is scored automatically when it is back."
-        : "Saved — scoring…";
+        ? gettext("Saved — scoring delayed: the job queue is unreachable; it is scored automatically when it is back.")
+        : gettext("Saved — scoring…");
       stateText.classList.add("pending");
       $("verdict-body").hidden = true;
       schedulePoll(example.id, 500);
     } else if (!sandbox && example.scoring_state === "failed") {
-      stateText.textContent = "Saved — scoring failed after every try; the example is kept, and the task's owners see it and can ask for its verdict again.";
+      stateText.textContent = gettext("Saved — scoring failed after every try; the example is kept, and the task's owners see it and can ask for its verdict again.");
       $("verdict-body").hidden = true;
     } else {
-      stateText.textContent = example.fooled ? "You fooled the model!" : "The model was not fooled.";
+      stateText.textContent = example.fooled ? gettext("You fooled the model!") : gettext("The model was not fooled.");
       stateText.classList.add(example.fooled ? "fooled" : "not-fooled");
       renderEnsemble(example.ensemble_prediction);
       renderModels(example.model_predictions);
@@ -446,14 +467,14 @@
   async function act(action, body, done) {
     if (!state.example) return;
     const result = await call("POST", state.example.links[action], body);
-    if (!result.ok) { showErrorIn($("action-status"), result.data, "That did not work."); return; }
+    if (!result.ok) { showErrorIn($("action-status"), result.data, gettext("That did not work.")); return; }
     state.example = result.data;
     $("action-status").textContent = done;
     refreshFigures();
   }
 
   async function retract() {
-    await act("retract", undefined, "Retracted — this example no longer counts.");
+    await act("retract", undefined, gettext("Retracted — this example no longer counts."));
     if (state.example && state.example.retracted) $("retract").disabled = true;
   }
 
@@ -487,24 +508,25 @@
     $("suggest").disabled = on;
     $("suggest").setAttribute("aria-busy", on ? "true" : "false");
     $("suggest-spinner").hidden = !on;
-    $("suggest-label").textContent = on ? "Writing suggestions…" : "Suggest examples";
+    $("suggest-label").textContent = on ? gettext("Writing suggestions…") : gettext("Suggest examples");
   }
 
   // What the models said against the label asked for. The text's true label is unchecked (a small model often
   // writes another one), so a disagreement is never shown as a success: it fools the models only if it has that label.
   function verdictLine(candidate, asked) {
-    const line = el("p", { class: "suggestion-verdict" }, `Asked for ${asked} · `);
+    const line = el("p", { class: "suggestion-verdict" }, fmt(gettext("Asked for %(label)s · "), { label: asked }));
     const disagree = candidate.models_disagree;
     if (disagree === null || disagree === undefined) {
       line.dataset.verdict = "none";
-      line.append(el("span", { class: "tag warn" }, "no verdict"), ` — ${candidate.verdict_error || "the models did not score it"}.`);
+      line.append(el("span", { class: "tag warn" }, gettext("no verdict")),
+        ` — ${candidate.verdict_error || gettext("the models did not score it")}.`);
       return line;
     }
-    const said = candidate.ensemble_prediction ? predictionText(candidate.ensemble_prediction) : "another label";
+    const said = candidate.ensemble_prediction ? predictionText(candidate.ensemble_prediction) : gettext("another label");
     line.dataset.verdict = disagree ? "disagree" : "agree";
-    line.append(el("span", { class: disagree ? "tag warn" : "tag" }, `the models say ${said}`), disagree
-      ? ` — it fools them only if a reader agrees it is ${asked}.`
-      : ` — they get it right if it is ${asked}.`);
+    line.append(el("span", { class: disagree ? "tag warn" : "tag" }, fmt(gettext("the models say %(label)s"), { label: said })), disagree
+      ? fmt(gettext(" — it fools them only if a reader agrees it is %(label)s."), { label: asked })
+      : fmt(gettext(" — they get it right if it is %(label)s."), { label: asked }));
     return line;
   }
 
@@ -526,9 +548,9 @@
       list.hidden = true;
       return;
     }
-    const asked = typeof suggestion.target === "string" ? suggestion.target : JSON.stringify(suggestion.target);
+    const asked = typeof suggestion.target === "string" ? labelName(suggestion.target) : JSON.stringify(suggestion.target);
     suggestion.candidates.forEach((c, i) => {
-      const take = el("button", { type: "button", class: "secondary", "data-suggestion": String(i) }, "Use");
+      const take = el("button", { type: "button", class: "secondary", "data-suggestion": String(i) }, gettext("Use"));
       take.addEventListener("click", () => useSuggestion(i));
       list.append(el("li", { class: "suggestion", "data-models-disagree": String(c.models_disagree) },
         el("div", { class: "suggestion-text" }, el("p", { class: "suggestion-words" }, c.text), verdictLine(c, asked)), take));
@@ -536,9 +558,12 @@
     list.hidden = false;
     const scored = suggestion.candidates.filter((c) => c.models_disagree !== null && c.models_disagree !== undefined);
     const disagree = scored.filter((c) => c.models_disagree).length;
-    $("suggest-status").textContent = `${suggestion.candidates.length} suggestion(s) from ${suggestion.model}, asked for ${asked}` +
-      (scored.length ? `; the models say another label for ${disagree} of ${scored.length}` : "") +
-      `. A small model often writes another label than the one asked for: check each, then take one and edit it, or write your own.`;
+    $("suggest-status").textContent =
+      fmt(gettext("%(count)s suggestion(s) from %(model)s, asked for %(label)s"),
+        { count: suggestion.candidates.length, model: suggestion.model, label: asked }) +
+      (scored.length ? fmt(gettext("; the models say another label for %(disagree)s of %(scored)s"),
+        { disagree, scored: scored.length }) : "") +
+      gettext(". A small model often writes another label than the one asked for: check each, then take one and edit it, or write your own.");
   }
 
   // A suggestion takes about a second on a quiet server: the page asks soon and often (a cheap read), so the
@@ -550,11 +575,11 @@
     if (!state.suggestion || state.suggestion.link !== url) return;  // cleared, or another request since
     if (result && result.ok && result.data.state !== "pending") { setSuggesting(false); showSuggestions(result.data); return; }
     if (result && !result.ok && result.status !== 503) {
-      setSuggesting(false); $("suggest-status").textContent = errorText(result.data, "The assistant is unavailable."); return;
+      setSuggesting(false); $("suggest-status").textContent = errorText(result.data, gettext("The assistant is unavailable.")); return;
     }
     if (Date.now() - askedAt > SUGGEST_GIVE_UP_MS) {
       setSuggesting(false);
-      $("suggest-status").textContent = "The writing assistant did not answer in time. Ask again, or write your own example.";
+      $("suggest-status").textContent = gettext("The writing assistant did not answer in time. Ask again, or write your own example.");
       return;
     }
     state.suggestPoll = setTimeout(() => pollSuggestion(url, askedAt), SUGGEST_POLL_EVERY_MS);
@@ -562,15 +587,15 @@
 
   async function suggest() {
     const { target } = readForm();
-    if (target === null || target === undefined) { $("suggest-status").textContent = "Choose the label you intend first."; return; }
+    if (target === null || target === undefined) { $("suggest-status").textContent = gettext("Choose the label you intend first."); return; }
     clearSuggestions();
     setSuggesting(true);
     const result = await call("POST", api.suggestions, { context_id: state.contextId, target, round: cfg.round }).catch(() => null);
     if (!result || !result.ok) {
       setSuggesting(false);
       $("suggest-status").textContent = result && result.status === 429
-        ? `Too many requests; wait ${result.retryAfter || "a few"} seconds.`
-        : errorText(result && result.data, "The assistant is unavailable right now; write your own example.");
+        ? tooMany(gettext("Too many requests; wait %(seconds)s seconds."), result)
+        : errorText(result && result.data, gettext("The assistant is unavailable right now; write your own example."));
       return;
     }
     state.suggestion = result.data;
@@ -602,7 +627,7 @@
     const target = typeof row.target === "object" && row.target ? row.target.text : row.target;
     const item = el("li", {});
     if (context) item.append(el("span", { class: "lead" }, context.slice(0, 160)), el("br"));
-    item.append(el("q", {}, input), " → ", el("strong", {}, String(target)));
+    item.append(el("q", {}, input), " → ", el("strong", {}, labelName(target)));
     return item;
   }
 
@@ -612,13 +637,13 @@
     if (!box.hidden) { box.hidden = true; button.setAttribute("aria-expanded", "false"); return; }
     const result = await call("GET", api.inspiration);
     box.replaceChildren();
-    if (!result.ok) box.append(el("p", { class: "error" }, errorText(result.data, "Unavailable.")));
+    if (!result.ok) box.append(el("p", { class: "error" }, errorText(result.data, gettext("Unavailable."))));
     else {
-      const sections = [["Examples that fooled the model (verified)", result.data.fooling_examples],
-        ["Hard examples for this round", result.data.hard_examples]];
+      const sections = [[gettext("Examples that fooled the model (verified)"), result.data.fooling_examples],
+        [gettext("Hard examples for this round"), result.data.hard_examples]];
       sections.forEach(([title, rows]) => {
         box.append(el("h3", {}, title));
-        if (!rows.length) box.append(el("p", { class: "lead" }, "None yet."));
+        if (!rows.length) box.append(el("p", { class: "lead" }, gettext("None yet.")));
         else box.append(el("ul", { class: "inspiration-list" }, ...rows.map(inspirationItem)));
       });
     }
@@ -641,9 +666,9 @@
   $("retract").addEventListener("click", retract);
   $("flag").addEventListener("click", () => toggle("flag-form", "flag-reason"));
   $("explain").addEventListener("click", () => toggle("explain-form", "writer-explanation"));
-  $("flag-save").addEventListener("click", () => act("flag", { reason: $("flag-reason").value }, "Flagged — thank you."));
+  $("flag-save").addEventListener("click", () => act("flag", { reason: $("flag-reason").value }, gettext("Flagged — thank you.")));
   $("explain-save").addEventListener("click", () =>
-    act("explanation", { writer_explanation: $("writer-explanation").value }, "Explanation saved."));
+    act("explanation", { writer_explanation: $("writer-explanation").value }, gettext("Explanation saved.")));
   $("try-again").addEventListener("click", tryAgain);
   $("inspiration-button").addEventListener("click", inspiration);
   if ($("suggest")) $("suggest").addEventListener("click", suggest);

@@ -10,6 +10,8 @@
   "use strict";
   const { call, errorText } = root.dynabench.api;
   const $ = (id) => document.getElementById(id);
+  const gettext = root.gettext || ((text) => text);  // the /jsi18n/ catalogue (base.html)
+  const fmt = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, key) => String(values[key]));
 
   function el(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -29,13 +31,13 @@
     const form = $("guidelines-ack-form");
     if (panel) panel.classList.remove("bad");
     if (form) form.replaceWith(el("p", { class: "lead", id: "guidelines-done", role: "status" },
-      `Thank you: you have read version ${version} of the guidelines.`));
+      fmt(gettext("Thank you: you have read version %(version)s of the guidelines."), { version })));
     const details = $("guidelines");
     if (!details) return;
     details.open = false;
     const summary = details.querySelector("summary");
     // the panel's own version (a refusal may confirm a newer one than the panel shows)
-    if (summary && form) summary.textContent = `Guidelines (version ${version})`;
+    if (summary && form) summary.textContent = fmt(gettext("Guidelines (version %(version)s)"), { version });
   }
 
   async function confirm(url, version, status) {
@@ -46,7 +48,7 @@
       result = null;
     }
     if (result && result.ok) { markRead(version); return true; }
-    if (status) status.textContent = errorText(result && result.data, "The network failed; press the button again.");
+    if (status) status.textContent = errorText(result && result.data, gettext("The network failed; press the button again."));
     return false;
   }
 
@@ -74,9 +76,9 @@
     const url = data.guidelines_url;
     const sentence = url && detail.endsWith(`: ${url}`) ? `${detail.slice(0, -url.length - 2)}.` : detail;
     const link = el("a", { href: url, target: "_blank", rel: "noopener", id: "guidelines-link" },
-      `Open the guidelines (version ${data.guidelines_version})`);
+      fmt(gettext("Open the guidelines (version %(version)s)"), { version: data.guidelines_version }));
     const button = el("button", { type: "button", class: "secondary", id: "guidelines-confirm" },
-      `I have read the guidelines (version ${data.guidelines_version})`);
+      fmt(gettext("I have read the guidelines (version %(version)s)"), { version: data.guidelines_version }));
     const status = el("span", { class: "error" });
     button.addEventListener("click", async () => {
       button.disabled = true;
