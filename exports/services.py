@@ -19,6 +19,7 @@ from exports.bundle import BundleResult, sha256_file, write_bundle
 from exports.formats import FORMATS, get_format
 from exports.models import DatasetSnapshot
 from exports.streaming import stream_file, stream_records, stream_zip_member
+from notify import events as notify_events
 from tasks.models import Round, Task
 from validation import reliability
 
@@ -261,6 +262,7 @@ def _record(round, user, draft: Path, version: int, result: BundleResult, audien
                 published_by=user,
             )
             os.replace(draft, final)
+            notify_events.dataset_published(snapshot)  # in this transaction: webhooks and mail once it commits
     except IntegrityError:
         raise ExportError("another snapshot of this round was published at the same moment; try again") from None
     return snapshot, True

@@ -17,6 +17,7 @@ from django.db.models import F, Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
+from notify import events as notify_events
 from rounds import steps
 from rounds.context import StepContext, StepFn
 from rounds.models import PipelineRun, PipelineStep
@@ -126,14 +127,18 @@ def _short_traceback() -> str:
 def finish(run: PipelineRun, status: str, error: str) -> PipelineRun:
     PipelineRun.objects.filter(pk=run.pk).update(status=status, error=error[:5000], finished_at=timezone.now())
     run.refresh_from_db()
+    notify_events.pipeline_stopped(run)  # waiting for approval, or failed: the owners' webhooks and mail
     return run
 
 
 def fail_unqueued(run_id: int, error: Exception) -> bool:
     """A run whose job could not be queued (broker down): failed, not pending for ever, so it can be retried."""
-    return bool(PipelineRun.objects.filter(pk=run_id, status=Run.PENDING).update(
+    failed = bool(PipelineRun.objects.filter(pk=run_id, status=Run.PENDING).update(
         status=Run.FAILED, error=f"could not enqueue: {type(error).__name__}: {error}"[:5000], finished_at=timezone.now()
     ))
+    if failed:
+        notify_events.pipeline_stopped(PipelineRun.objects.select_related("task").get(pk=run_id))
+    return failed
 
 
 def stale_after_s() -> int:

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from dynabench_site import access_cache
 from dynabench_site.errors import Conflict
+from tasks import signals
 from tasks.models import Round, Task
 
 Status = Round.Status
@@ -57,6 +58,7 @@ def transition(round_: Round, to: str) -> Round:
     access_cache.bump()  # a queryset update sends no signal; the cached open round is stale now
     for name, value in fields.items():
         setattr(round_, name, value)
+    signals.round_changed.send(sender=Round, round_=round_, status=to)
     return round_
 
 

@@ -16,6 +16,7 @@ from django.utils import timezone
 from accounts.services import are_linked
 from annotation.models import Example
 from dynabench_site.errors import DomainError
+from notify import events as notify_events
 from tasks import guidelines, roles
 from tasks.access import refusal
 from tasks.kinds import InputError
@@ -153,9 +154,13 @@ def _vote_locked(user, example_id: int, vote: CleanVote, mode: str) -> VoteResul
         example=example, validator=user, verdict=vote.verdict, label=vote.label, reason=vote.reason, mode=mode
     )
     queue.release(example_id, user)
-    if mode != Validation.Mode.CROWD and example.appealed_at and not example.appeal_resolved_at:
+    appeal_decided = mode != Validation.Mode.CROWD and example.appealed_at and not example.appeal_resolved_at
+    if appeal_decided:
         Example.objects.filter(pk=example_id).update(appeal_resolved_at=timezone.now())
-    return VoteResult(validation, apply_consensus(example, rule))
+    decision = apply_consensus(example, rule)
+    if appeal_decided:
+        notify_events.appeal_decided(example, decision.state, decision.label)  # the writer is told (notify)
+    return VoteResult(validation, decision)
 
 
 def served_gold(user, example: Example) -> GoldItem | None:
