@@ -80,7 +80,12 @@ def step_redirect(request: HttpRequest, task: Task):
     from tasks import gates
 
     step = gates.pending(request.user, task)
-    return redirect(step.url) if step is not None else None
+    if step is None:
+        return None
+    from django.utils.http import urlencode
+
+    # Back to this page once the steps are taken (the step pages honour a same-site `next`).
+    return redirect(f"{step.url}?{urlencode({'next': request.get_full_path()})}")
 
 
 class TaskScopedMixin:

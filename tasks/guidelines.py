@@ -91,6 +91,7 @@ def check_acknowledged(user, task: Task) -> None:
     """GuidelinesNotAcknowledged (409) when `user` has not acknowledged the current version. From the access cache
     when this user's request found them acknowledged lately (dynabench_site.access_cache: new guidelines, an
     acknowledgement or a change of owners replace the access generation)."""
+    gates.check(user, task)  # the steps before the guidelines (tasks.gates: the study's consent, pre-survey, ...)
     name = access_cache.key("guidelines", user.pk, task.pk)
     done, generation = access_cache.lookup(name)
     if done is True:
