@@ -6,5 +6,5 @@ def assignment(request) -> dict:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return {}
-    return {"current_assignment": Assignment.objects.filter(user=user, completed_at__isnull=True)
+    return {"current_assignment": Assignment.objects.filter(user=user, state=Assignment.State.ACTIVE)
             .select_related("batch__task").order_by("-followed_at").first()}

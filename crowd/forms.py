@@ -81,10 +81,48 @@ class BatchForm(forms.Form):
     name = forms.CharField(max_length=200, validators=[validate_text])
     source = forms.ChoiceField(choices=WorkerBatch.Source.choices)
     workers = forms.CharField(widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}), validators=[validate_text],
-                              help_text="one worker per line: worker_id or worker_id,assignment_id")
+                              required=False,
+                              help_text="one worker per line: worker_id or worker_id,assignment_id (optional when the "
+                                        "batch has places for its open link)")
+    places = forms.IntegerField(min_value=0, max_value=10000, initial=0, required=False,
+                                help_text="how many participants the batch pays for: the open study link takes the "
+                                          "places the listed workers leave (0: the listed workers only)")
     hours = forms.IntegerField(min_value=1, max_value=24 * 90, initial=lambda: settings.CROWD_LINK_HOURS,
                                help_text="how long the links stay valid")
+    end_rule = forms.ChoiceField(choices=WorkerBatch.EndRule.choices, initial=WorkerBatch.EndRule.EXAMPLES,
+                                 help_text="when a worker's work is done and they get the completion code")
     examples_required = forms.IntegerField(min_value=1, max_value=500, initial=3,
-                                           help_text="examples a worker writes before getting the completion code")
+                                           help_text="N: examples a worker writes before getting the completion code")
+    minutes_required = forms.IntegerField(min_value=1, max_value=24 * 60, required=False,
+                                          help_text="M: minutes of work before the completion code (for the "
+                                                    "minutes and whichever-first rules)")
+    time_limit_minutes = forms.IntegerField(min_value=1, max_value=24 * 60 * 90, required=False,
+                                            help_text="optional: a worker not finished this long after starting times "
+                                                      "out and frees their place (match the platform's time limit)")
     completion_url = forms.CharField(required=False, max_length=500,
-                                     help_text="optional: https://… with {code}, where the worker goes at the end")
+                                     help_text="optional: https://… with {code}, where the worker goes at the end "
+                                               "(Prolific: https://app.prolific.com/submissions/complete?cc={code})")
+    screen_out_url = forms.CharField(required=False, max_length=500,
+                                     help_text="optional: https://…, where an ineligible, declining or withdrawing "
+                                               "worker goes back, without a completion code (Prolific: the "
+                                               "screen-out or return address)")
+    study_id = forms.CharField(required=False, max_length=100,
+                               help_text="optional: the platform's study id (Prolific STUDY_ID): checked on the open "
+                                         "link, used to poll the platform")
+
+    def clean_places(self):
+        return self.cleaned_data.get("places") or 0
+
+
+class PlatformForm(forms.Form):
+    """The batch's settings the platform needs after creation: places, time limit, study id, addresses, secret."""
+
+    places = forms.IntegerField(min_value=0, max_value=10000)
+    time_limit_minutes = forms.IntegerField(min_value=1, max_value=24 * 60 * 90, required=False)
+    study_id = forms.CharField(required=False, max_length=100)
+    completion_url = forms.CharField(required=False, max_length=500)
+    screen_out_url = forms.CharField(required=False, max_length=500)
+    webhook_secret = forms.CharField(required=False, max_length=200, strip=True,
+                                     help_text="paste the platform's secret (Prolific makes one per workspace); "
+                                               "leave empty to keep the current one")
+    new_secret = forms.BooleanField(required=False, help_text="make a new secret here instead")

@@ -1,7 +1,10 @@
 """The crowd app's records: qualification quizzes and their attempts, external worker batches, their
-assignments and the accounts their workers sign into (one per task), and badges (derived)."""
+assignments and the accounts their workers sign into (one per task), the crowd platform's events about them
+(crowd.lifecycle, crowd.platform), and badges (derived)."""
 
 from __future__ import annotations
+
+import secrets
 
 from django.conf import settings
 from django.db import models
@@ -68,13 +71,25 @@ class QuizAttempt(models.Model):
         return f"{self.user} {self.correct}/{self.total} on {self.quiz}"
 
 
+def new_webhook_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
 class WorkerBatch(models.Model):
-    """A batch of external worker links (Prolific, Mechanical Turk, ...) for one task."""
+    """A batch of external worker links (Prolific, Mechanical Turk, ...) for one task: listed workers' own
+    links and, where it has places left, one open link (crowd.lifecycle). Its end of the work is the owner's
+    choice (`end_rule`): after `examples_required` examples, after `minutes_required` minutes, or whichever
+    comes first."""
 
     class Source(models.TextChoices):
         PROLIFIC = "prolific", "Prolific"
         MTURK = "mturk", "Mechanical Turk"
         OTHER = "other", "Other"
+
+    class EndRule(models.TextChoices):
+        EXAMPLES = "examples", "after N examples"
+        MINUTES = "minutes", "after M minutes"
+        FIRST = "first", "whichever comes first"
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="worker_batches")
     name = models.CharField(max_length=200)
@@ -84,6 +99,24 @@ class WorkerBatch(models.Model):
         max_length=500, blank=True, default="",
         help_text="where to send the worker at the end; {code} is replaced by their completion code",
     )
+    end_rule = models.CharField(max_length=10, choices=EndRule.choices, default=EndRule.EXAMPLES)
+    minutes_required = models.PositiveIntegerField(null=True, blank=True,
+                                                   help_text="minutes of work before the completion code")
+    places = models.PositiveIntegerField(
+        default=0, help_text="how many participants the batch pays for (listed workers hold one each); "
+                             "returned, timed-out and screened-out participants free theirs")
+    time_limit_minutes = models.PositiveIntegerField(
+        null=True, blank=True, help_text="a participant who has not finished this long after starting times out")
+    study_id = models.CharField(max_length=100, blank=True, default="",
+                                help_text="the platform's study id (Prolific STUDY_ID): checked on the open "
+                                          "link, used to poll the platform's submissions")
+    screen_out_url = models.CharField(max_length=500, blank=True, default="",
+                                      help_text="where an ineligible, declining or withdrawing participant is sent "
+                                                "back (no completion code)")
+    webhook_secret = models.CharField(max_length=200, default=new_webhook_secret,
+                                      help_text="the secret the platform signs its webhooks with")
+    polled_at = models.DateTimeField(null=True, blank=True)
+    poll_error = models.CharField(max_length=300, blank=True, default="")
     expires_at = models.DateTimeField()
     closed = models.BooleanField(default=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+")
@@ -95,9 +128,28 @@ class WorkerBatch(models.Model):
     def __str__(self) -> str:
         return f"{self.task.slug}: {self.name}"
 
+    @property
+    def ends_by_examples(self) -> bool:
+        return self.end_rule in (self.EndRule.EXAMPLES, self.EndRule.FIRST)
+
+    @property
+    def ends_by_minutes(self) -> bool:
+        return self.end_rule in (self.EndRule.MINUTES, self.EndRule.FIRST) and bool(self.minutes_required)
+
 
 class Assignment(models.Model):
-    """One worker's assignment in a batch: its link signs them in once; its code proves completion."""
+    """One worker's assignment in a batch: its link signs them in once; its code proves completion. Listed
+    workers' assignments are made with the batch (invited); the open link makes one when a participant takes
+    a free place (active at once). Returned, timed-out and screened-out assignments hold no place, and their
+    link signs nobody in; their examples are kept."""
+
+    class State(models.TextChoices):
+        INVITED = "invited", "invited"
+        ACTIVE = "active", "active"
+        COMPLETED = "completed", "completed"
+        RETURNED = "returned", "returned"
+        TIMED_OUT = "timed_out", "timed out"
+        SCREENED_OUT = "screened_out", "screened out"
 
     batch = models.ForeignKey(WorkerBatch, on_delete=models.CASCADE, related_name="assignments")
     worker_id = models.CharField(max_length=100)
@@ -108,12 +160,29 @@ class Assignment(models.Model):
     completion_code = models.CharField(max_length=32)
     followed_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=12, choices=State.choices, default=State.INVITED)
+    via_open_link = models.BooleanField(default=False)
+    submission_id = models.CharField(max_length=100, blank=True, default="",
+                                     help_text="the platform's submission (Prolific SESSION_ID)")
+    platform_status = models.CharField(max_length=40, blank=True, default="",
+                                       help_text="the last submission status the platform reported")
+    ended_at = models.DateTimeField(null=True, blank=True, help_text="when it was returned, timed out or screened out")
+
+    HOLDING = (State.INVITED, State.ACTIVE, State.COMPLETED)  # states that hold a place
+    ENDED = (State.RETURNED, State.TIMED_OUT, State.SCREENED_OUT)
 
     class Meta:
         ordering = ["batch", "id"]
         constraints = [
             models.UniqueConstraint(fields=["batch", "assignment_id"], name="assignment_unique_in_batch"),
+            models.UniqueConstraint(fields=["batch", "worker_id"], condition=models.Q(via_open_link=True),
+                                    name="one_open_place_per_worker"),
         ]
+        indexes = [models.Index(fields=["batch", "state"])]
+
+    @property
+    def ended(self) -> bool:
+        return self.state in self.ENDED
 
     def __str__(self) -> str:
         return f"{self.worker_id}/{self.assignment_id}"
@@ -139,6 +208,32 @@ class WorkerAccount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}:{self.worker_id} on {self.task_id}"
+
+
+class PlatformEvent(models.Model):
+    """An event the crowd platform reported about a batch (a webhook, or a change the polling found), kept
+    once per event id: a repeated delivery is answered "already processed" and changes nothing."""
+
+    class Channel(models.TextChoices):
+        WEBHOOK = "webhook", "webhook"
+        POLL = "poll", "polling"
+
+    batch = models.ForeignKey(WorkerBatch, on_delete=models.CASCADE, related_name="events")
+    event_id = models.CharField(max_length=200)
+    event_type = models.CharField(max_length=60)
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    participant_id = models.CharField(max_length=100, blank=True, default="")
+    submission_id = models.CharField(max_length=100, blank=True, default="")
+    status = models.CharField(max_length=40, blank=True, default="")
+    outcome = models.CharField(max_length=200, blank=True, default="", help_text="what it changed here")
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["batch", "event_id"], name="platform_event_once")]
+
+    def __str__(self) -> str:
+        return f"{self.batch_id} {self.event_type} {self.status} ({self.event_id})"
 
 
 class Badge(models.Model):

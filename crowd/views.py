@@ -4,18 +4,22 @@ render; the rules are in the services."""
 
 from __future__ import annotations
 
+import importlib
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
-from crowd import badges, links, members, pay, quizzes
-from crowd.forms import AppointForm, BatchForm, QuizItemForm, QuizSettingsForm, SuspendForm
-from crowd.models import Assignment, Badge, Quiz, WorkerBatch
+from crowd import badges, lifecycle, links, members, pay, platform, quizzes
+from crowd.forms import AppointForm, BatchForm, PlatformForm, QuizItemForm, QuizSettingsForm, SuspendForm
+from crowd.models import Assignment, Badge, PlatformEvent, Quiz, WorkerBatch
 from dynabench_site import csvsafe
 from dynabench_site.errors import InvalidInput
 from dynabench_site.pages import back_url, returns_to
@@ -217,16 +221,43 @@ def batch_new(request, slug: str):
 @login_required
 def batch_page(request, pk: int):
     batch = owned_batch(request, pk)
-    rows = [{"a": a, "url": request.build_absolute_uri(links.link_path(a))}
-            for a in batch.assignments.select_related("user", "batch")]
-    return render(request, "crowd/batch.html", {"task": batch.task, "batch": batch, "rows": rows})
+    assignments = list(batch.assignments.select_related("user", "batch"))
+    rows = [{"a": a, "url": request.build_absolute_uri(links.link_path(a)) if not a.via_open_link else ""}
+            for a in assignments]
+    open_path = request.build_absolute_uri(lifecycle.open_link_path(batch))
+    return render(request, "crowd/batch.html", {
+        "task": batch.task, "batch": batch, "rows": rows, "places": lifecycle.places(batch),
+        "open_link": lifecycle.open_link_template(batch, open_path),
+        "webhook_url": request.build_absolute_uri(reverse("crowd-webhook", args=[batch.pk])),
+        "events": PlatformEvent.objects.filter(batch=batch)[:EVENTS_SHOWN],
+        "platform_form": PlatformForm(initial={
+            "places": batch.places, "time_limit_minutes": batch.time_limit_minutes, "study_id": batch.study_id,
+            "completion_url": batch.completion_url, "screen_out_url": batch.screen_out_url}),
+        "polling": bool(batch.study_id),
+    })
+
+
+EVENTS_SHOWN = 20
+
+
+@login_required
+@require_POST
+@returns_to("crowd-batch", "pk")
+def batch_platform(request, pk: int):
+    batch = owned_batch(request, pk)
+    form = PlatformForm(request.POST)
+    if not form.is_valid():
+        raise InvalidInput("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    lifecycle.configure(batch, **form.cleaned_data)
+    messages.success(request, "Platform settings saved.")
+    return redirect("crowd-batch", pk=batch.pk)
 
 
 @login_required
 def batch_links_csv(request, pk: int):
     batch = owned_batch(request, pk)
     rows = [[a.worker_id, a.assignment_id, request.build_absolute_uri(links.link_path(a))]
-            for a in batch.assignments.select_related("batch")]
+            for a in batch.assignments.select_related("batch").filter(via_open_link=False)]
     text = csvsafe.rows_text([["worker_id", "assignment_id", "link"], *rows])
     return csv_response(text, f"{batch.task.slug}-batch{batch.pk}-links.csv")
 
@@ -299,10 +330,32 @@ def link(request, token: str):
             return redirect("crowd-assignment", pk=assignment.pk)
         assignment = links.read(token)
     except links.LinkRefused as exc:
-        return render(request, "crowd/link_refused.html", {"reason": exc.reason, "message": exc.message},
+        return render(request, "crowd/link_refused.html", {"reason": exc.reason, "message": _(exc.message)},
                       status=exc.status_code)
     return render(request, "crowd/link.html", {"assignment": assignment, "task": assignment.batch.task,
                                                "used": assignment.followed_at is not None})
+
+
+def open_link(request, token: str):
+    """The batch's open study link (Prolific style): GET shows the study with its free places (no side effect);
+    POST takes a free place for the participant id the platform appended, and signs in as that worker."""
+    params = request.POST if request.method == "POST" else request.GET
+    try:
+        batch = lifecycle.read_open(token)
+        who = lifecycle.arrival(batch, params)
+        if request.method == "POST":
+            assignment = lifecycle.claim(token, params)
+            login(request, assignment.user, backend="django.contrib.auth.backends.ModelBackend")
+            return redirect("crowd-assignment", pk=assignment.pk)
+    except links.LinkRefused as exc:
+        return render(request, "crowd/link_refused.html", {"reason": exc.reason, "message": _(exc.message)},
+                      status=exc.status_code)
+    keys = lifecycle.PARAMETERS[batch.source]
+    return render(request, "crowd/open_link.html", {
+        "batch": batch, "task": batch.task, "who": who, "free": lifecycle.places(batch).free,
+        "taken": batch.assignments.filter(worker_id=who.worker_id).exists(),
+        "hidden": [(k, params.get(k, "")) for k in keys if params.get(k)],
+    })
 
 
 def own_assignment(request, pk: int) -> Assignment:
@@ -312,12 +365,26 @@ def own_assignment(request, pk: int) -> Assignment:
     return assignment
 
 
+def post_survey_url(user, task, next_url: str) -> str | None:
+    """The study's post-survey for this person, when the task has one still to answer (study.surveys)."""
+    try:
+        surveys = importlib.import_module("study.surveys")
+    except ImportError:
+        return None
+    ask = getattr(surveys, "post_survey_url", None)
+    return ask(user, task, next_url) if ask is not None else None
+
+
 @login_required
 def assignment_page(request, pk: int):
     assignment = own_assignment(request, pk)
+    completed = assignment.state == Assignment.State.COMPLETED
+    complete_path = reverse("crowd-assignment-complete", args=[pk])
+    survey = post_survey_url(request.user, assignment.batch.task, complete_path) if completed else None
     return render(request, "crowd/assignment.html", {
         "assignment": assignment, "task": assignment.batch.task, "progress": links.progress(assignment),
-        "completion_url": links.completion_url(assignment) if assignment.completed_at else None,
+        "survey_url": survey, "completed": completed and survey is None,
+        "completion_url": links.completion_url(assignment) if completed and survey is None else None,
     })
 
 
@@ -325,10 +392,50 @@ def assignment_page(request, pk: int):
 @require_POST
 @returns_to("crowd-assignment", "pk")
 def assignment_finish(request, pk: int):
+    """The end of the work: the completion code, then the post-survey if the task has one, then the platform's
+    completion address with the code."""
     assignment = own_assignment(request, pk)
     links.complete(assignment)
-    messages.success(request, "Thank you! Your completion code is below.")
-    return redirect("crowd-assignment", pk=pk)
+    messages.success(request, _("Thank you! Your completion code is below."))
+    return redirect("crowd-assignment-complete", pk=pk)
+
+
+@login_required
+def assignment_complete(request, pk: int):
+    """GET, reads only: the post-survey while it is still to answer, then the platform's completion address with
+    the code (or the assignment page, which shows the code, when the batch has no address)."""
+    assignment = own_assignment(request, pk)
+    if assignment.state != Assignment.State.COMPLETED:
+        return redirect("crowd-assignment", pk=pk)
+    survey = post_survey_url(request.user, assignment.batch.task, request.path)
+    if survey:
+        return redirect(survey)
+    return redirect(links.completion_url(assignment) or reverse("crowd-assignment", args=[pk]))
+
+
+@login_required
+def assignment_leave(request, pk: int):
+    """A link worker leaving before the end (ineligible, declined consent, withdrawn): GET says what happens;
+    POST frees their place (screened out / returned, no completion code) and sends them to the batch's
+    screen-out address."""
+    assignment = own_assignment(request, pk)
+    reason = (request.POST if request.method == "POST" else request.GET).get("reason", "")
+    if reason not in lifecycle.EXIT_STATES:
+        raise InvalidInput(f"is one of: {', '.join(lifecycle.EXIT_STATES)}", field="reason")
+    if request.method == "POST":
+        target = lifecycle.leave(assignment, reason)
+        if target:
+            return redirect(target)
+        assignment.refresh_from_db()
+    return render(request, "crowd/leave.html", {"assignment": assignment, "task": assignment.batch.task,
+                                                "reason": reason, "left": assignment.ended})
+
+
+@csrf_exempt  # the platform signs its requests (crowd.platform.verify); it has no session and no CSRF token
+@require_POST
+def webhook(request, pk: int):
+    answer = platform.receive(pk, request.headers, request.body)
+    return JsonResponse(answer.body, status=answer.status)
 
 
 def profile(request, username: str):
