@@ -14,6 +14,7 @@ from annotation.models import Assistance, Example
 from exports.agreement import round_agreement
 from exports.formats import get_format
 from exports.schema import DESCRIPTIONS, ExportSchema
+from exports.withdrawals import left_out, without_withdrawn
 from tasks.models import Round
 from validation.models import ReliabilityRun
 
@@ -30,6 +31,8 @@ class Stats:
     models: set[tuple[str, int]] = field(default_factory=set)
     assistance: Counter[str] = field(default_factory=Counter)  # provenance mode -> rows ("" = without)
     assistant_models: set[str] = field(default_factory=set)
+    arms: Counter[str] = field(default_factory=Counter)  # study arm key -> rows ("" = none)
+    languages: Counter[str] = field(default_factory=Counter)  # interface language -> rows ("" = not recorded)
     _model_sets: set[str] = field(default_factory=set)
     first: str | None = None
     last: str | None = None
@@ -45,6 +48,8 @@ class Stats:
             self.assistance[record.get("assistance") or ""] += 1
             if record.get("assistant_model"):
                 self.assistant_models.add(record["assistant_model"])
+            self.arms[record.get("arm") or ""] += 1
+            self.languages[record.get("language") or ""] += 1
             created = record["created_at"]
             self.first = created if self.first is None or created < self.first else self.first
             self.last = created if self.last is None or created > self.last else self.last
@@ -111,7 +116,7 @@ def render_card(info: CardInfo) -> str:
         "validated_rows": sum(info.stats.validated[part] for part in splits_of(parts)),
         "label_rows": list(zip(labels, label_rows, strict=True)),
         "per_label": task.kind_impl.target_is_label,
-        "figures": Example.objects.filter(round=info.round).figures(),
+        "figures": without_withdrawn(Example.objects.filter(round=info.round), task).figures(),
         "agreement": round_agreement(info.round),
         "reliability_run": ReliabilityRun.objects.filter(task=task).first(),
         "models": sorted(info.stats.models),
@@ -121,6 +126,7 @@ def render_card(info: CardInfo) -> str:
         "first": info.stats.first,
         "last": info.stats.last,
         "held_back": info.held_back,
+        **study_context(info),
         "licence": config.dataset.licence,
         "intended_use": config.dataset.intended_use,
         "splits": config.splits,
@@ -135,6 +141,24 @@ def render_card(info: CardInfo) -> str:
         "name_json": json.dumps(f"{task.name} round {info.round.number}"),
     }
     return render_to_string("exports/dataset_card.md", context)
+
+
+def study_context(info: CardInfo) -> dict[str, Any]:
+    """The study's part of the card: its arms (rows per arm in this dataset), the consent versions, the languages
+    the rows were written in, and how many examples of how many people are left out because they withdrew."""
+    from study.models import Arm, Consent
+
+    task = info.round.task
+    arms = [{"key": arm.key, "name": arm.name, "model_in_loop": arm.model_in_loop, "assistant": arm.assistant,
+             "ensemble": arm.ensemble_id, "rows": info.stats.arms.get(arm.key, 0)}
+            for arm in Arm.objects.filter(task=task).order_by("position", "id")]
+    consents = list(Consent.objects.filter(task=task).order_by("version").values("version", "created_at"))
+    scored = Example.objects.filter(round=info.round, retracted=False, scoring_state=Example.Scoring.SCORED)
+    withdrawn = left_out(scored, task)
+    return {"arms": arms, "no_arm_rows": info.stats.arms.get("", 0), "consents": consents,
+            "languages": sorted((lang, n) for lang, n in info.stats.languages.items() if lang),
+            "no_language_rows": info.stats.languages.get("", 0),
+            "withdrawn_examples": withdrawn.examples, "withdrawn_people": withdrawn.people}
 
 
 def splits_of(parts: list[str]) -> list[str]:

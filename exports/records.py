@@ -46,6 +46,8 @@ ROW_FIELDS = (
     "edit_distance",
     "suggestion__provider",
     "suggestion__model",
+    "arm__key",
+    "language",
 )
 JSON_SOURCES = {
     "context": "context__payload",
@@ -205,6 +207,8 @@ class RecordBuilder:
             "edit_distance": row["edit_distance"],
             "assistant_model": (f"{row['suggestion__provider']}: {row['suggestion__model']}"
                                 if row["assistance"] and row["suggestion__provider"] else None),
+            "arm": row["arm__key"],
+            "language": row["language"] or None,
         }
 
 

@@ -75,6 +75,10 @@ COLUMNS: dict[str, str] = {
     "suggested_text": STR,
     "edit_distance": INT,
     "assistant_model": STR,
+    # The study (study.models): the arm its writer was randomly assigned to (the arm's key; null outside a study)
+    # and the interface language it was written in (null when not recorded).
+    "arm": STR,
+    "language": STR,
 }
 
 
@@ -111,6 +115,8 @@ DESCRIPTIONS: dict[str, str] = {
     "suggested_text": "the suggestion it came from",
     "edit_distance": "characters changed from that suggestion",
     "assistant_model": "the provider and model that suggested it",
+    "arm": "the study arm (condition) its writer was randomly assigned to: the arm's key; empty outside a study",
+    "language": "the interface language it was written in (e.g. en, es, ar); empty when not recorded",
 }
 
 STRING, INT64, FLOAT64, BOOLEAN = "string", "int64", "float64", "bool"

@@ -10,6 +10,8 @@ owner later changes the ratios or the seed:
                                        validation decides, so a future dev/test example never leaks
                                        into a train file first
 - rejected, flagged (by validators or the writer), retracted, or not scored: excluded
+- written by someone who withdrew consent from the task's study: in no export made after the withdrawal
+  (exports.withdrawals; a published snapshot is not rewritten), and so not trained or evaluated on either
 
 This module is the one owner of that decision: exports write these splits, and the round pipeline trains on
 exactly the train split and evaluates on the test split (`split_rows`), so an example without a stored split
@@ -28,6 +30,7 @@ from django.db.models import Count, Q, QuerySet
 
 from annotation.models import Example
 from dynabench_site.errors import InvalidInput
+from exports import withdrawals
 from tasks.models import Round, Task
 
 SPLITS = ("train", "dev", "test")
@@ -78,12 +81,13 @@ class SplitRule:
 
 
 def exported(round: Round) -> QuerySet:
-    """Examples that can ever appear in an export: scored and not retracted."""
-    return _exported(round=round)
+    """Examples that can ever appear in an export: scored, not retracted, and not of someone who withdrew."""
+    return _exported(round.task, round=round)
 
 
-def _exported(**where: Any) -> QuerySet:
-    return Example.objects.filter(retracted=False, scoring_state=Example.Scoring.SCORED, **where)
+def _exported(task: Task, **where: Any) -> QuerySet:
+    rows = Example.objects.filter(retracted=False, scoring_state=Example.Scoring.SCORED, **where)
+    return withdrawals.without_withdrawn(rows, task)
 
 
 EXCLUDED_Q = Q(consensus__in=[Example.Consensus.REJECTED, Example.Consensus.FLAGGED]) | Q(flagged=True)
@@ -204,7 +208,7 @@ def rounds_with_data(task: Task) -> QuerySet:
 
 def rounds_with(task: Task, split: str) -> list[Round]:
     """Rounds that have at least one example stored in `split` (and still usable)."""
-    having = _exported(round__task=task, split=check_split(split)).exclude(EXCLUDED_Q).values("round_id")
+    having = _exported(task, round__task=task, split=check_split(split)).exclude(EXCLUDED_Q).values("round_id")
     return list(Round.objects.filter(pk__in=having).order_by("number"))
 
 

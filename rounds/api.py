@@ -16,7 +16,8 @@ from dynabench_site import bodylimit
 from dynabench_site.params import whole_number
 from dynabench_site.parsers import BoundedJSONParser
 from dynabench_site.text import check_optional_text
-from rounds import dashboard, dynaboard, leaderboard, pipeline, predictions, services, uploads
+from rounds import arms, dashboard, dynaboard, leaderboard, pipeline, predictions, services, uploads
+from rounds.arm_serializers import ArmsComparisonSerializer
 from rounds.models import PipelineRun, ResearcherModel
 from rounds.serializers import (
     DashboardSerializer,
@@ -159,6 +160,22 @@ class DashboardView(TaskView):
     def get(self, request, slug: str) -> Response:
         number = whole_number(request.query_params.get("round"), "round")
         return Response(dashboard.dashboard(self.get_task(), number))
+
+
+class ArmsComparisonView(TaskView):
+    """The study's arms compared (researchers, owners, admins): rounds.arms."""
+
+    permission_classes = [IsAuthenticated, IsResearcher]
+
+    @extend_schema(
+        summary="The study's arms compared: MER, vMER, rejection rate and time per example with intervals and tests",
+        parameters=[OpenApiParameter("round", int, description="one round (default: every round)")],
+        responses={200: ArmsComparisonSerializer, 400: None, 403: None},
+    )
+    def get(self, request, slug: str) -> Response:
+        task = self.get_task()
+        number = whole_number(request.query_params.get("round"), "round")
+        return Response(arms.comparison(task, number))
 
 
 class ModelUploadView(TaskView):

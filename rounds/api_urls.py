@@ -6,6 +6,7 @@ urlpatterns = [
     path("tasks/<slug:slug>/rounds/", api.TaskRoundsView.as_view(), name="api-task-rounds"),
     path("tasks/<slug:slug>/leaderboard/", api.LeaderboardView.as_view(), name="api-task-leaderboard"),
     path("tasks/<slug:slug>/dashboard/", api.DashboardView.as_view(), name="api-task-dashboard"),
+    path("tasks/<slug:slug>/arms/comparison/", api.ArmsComparisonView.as_view(), name="api-task-arms-comparison"),
     path("tasks/<slug:slug>/models/", api.ModelUploadView.as_view(), name="api-task-models"),
     path("models/uploads/<int:pk>/ensemble/", api.UploadEnsembleView.as_view(), name="api-upload-ensemble"),
     path("models/uploads/<int:pk>/retrain-from/", api.UploadRetrainFromView.as_view(), name="api-upload-retrain-from"),

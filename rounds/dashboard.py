@@ -10,13 +10,14 @@ from typing import Any
 from annotation.managers import rate
 from annotation.models import Assistance, Example
 from modelzoo.models import EnsembleScore
-from rounds import datamaps
+from rounds import arms, datamaps
 from rounds.charts import Series, bar_chart, line_chart, time_labels
 from rounds.dashboard_seeds import seed_charts, seed_figures
 from rounds.datasets import dataset_label, test_sets
 from rounds.leaderboard import primary_metric
 from rounds.models import PipelineRun
-from tasks import badges
+from study.models import Arm
+from tasks import badges, roles
 from tasks.models import Round, Task
 
 
@@ -137,6 +138,19 @@ def assistant_comparison(round_: Round) -> list[dict[str, Any]]:
     rows += [row(f"— {label.lower()}", mode, by_mode.get(mode, empty), times.get(mode, []))
              for mode, label in Assistance.choices if mode]
     return rows
+
+
+def arms_section(task: Task, user: Any, round_number: int | None = None) -> dict[str, Any] | None:
+    """The study's arms compared (rounds.arms), for the people who may see it (researchers, the task's owners,
+    admins: an interim comparison is not shown to the participants), on a task with arms; None otherwise. One round
+    when the page names one (?round=N), else every round."""
+    if not roles.has_role(user, roles.RESEARCHER, task) or not Arm.objects.filter(task=task).exists():
+        return None
+    number = round_number if round_number is not None and task.rounds.filter(number=round_number).exists() else None
+    data = arms.comparison(task, number)
+    for row in data["arms"]:
+        row["shares"] = [row["mer"], row["vmer"], row["rejection_rate"]]  # the page's three share columns
+    return data
 
 
 def dashboard(task: Task, round_number: int | None = None) -> dict[str, Any]:

@@ -179,7 +179,9 @@ def dashboard_page(request, slug: str):
         return arena
     data = dashboard.dashboard(task, whole_number(request.GET.get("round"), "round"))
     return render(request, "rounds/dashboard.html", {"task": task, "data": data, "charts": dashboard.charts(data),
-                                                     "round_over_round": dashboard.round_over_round(task)})
+                                                     "round_over_round": dashboard.round_over_round(task),
+                                                     "arms": dashboard.arms_section(task, request.user, data["round"]
+                                                                                    if request.GET.get("round") else None)})
 
 
 @login_required
