@@ -9,6 +9,8 @@ from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_POST
 
 from accounts import throttles as signin
@@ -60,8 +62,10 @@ def admin_login(request: HttpRequest, *args, **kwargs) -> HttpResponse:
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=tokens.MAX_NAME_CHARS, required=False, help_text="what it is for, e.g. laptop")
-    access = forms.ChoiceField(choices=ApiToken.Access.choices, initial=ApiToken.Access.FULL, widget=forms.RadioSelect)
+    name = forms.CharField(max_length=tokens.MAX_NAME_CHARS, required=False, label=gettext_lazy("Name"),
+                           help_text=gettext_lazy("what it is for, e.g. laptop"))
+    access = forms.ChoiceField(choices=ApiToken.Access.choices, initial=ApiToken.Access.FULL, widget=forms.RadioSelect,
+                               label=gettext_lazy("Access"))
 
 
 @login_required
@@ -86,5 +90,6 @@ def tokens_page(request: HttpRequest) -> HttpResponse:
 @returns_to("accounts-tokens")
 def revoke_token(request: HttpRequest, pk: int) -> HttpResponse:
     token = tokens.revoke(request.user, pk)
-    messages.success(request, f"Token {token.hint}… ({token.name or 'unnamed'}) is revoked; it no longer works.")
+    messages.success(request, _("Token %(hint)s… (%(name)s) is revoked; it no longer works.")
+                     % {"hint": token.hint, "name": token.name or _("unnamed")})
     return redirect("accounts-tokens")
