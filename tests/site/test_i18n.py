@@ -213,3 +213,58 @@ def test_the_arabic_participant_path_is_translated():
                if any(f in e["refs"] for f in PARTICIPANT_FILES)
                and (e.get("fuzzy") or not all(translations(e)))]
     assert not missing, f"{len(missing)} untranslated: {missing[:10]}"
+
+
+# --- in a real browser: the create page in Arabic, mirrored --------------------------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_create_page_in_arabic_is_mirrored_in_the_browser(browser, writer):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from study import texts
+    from tests.annotation.test_create_page import wait
+    from tests.site.screens import shot, sized
+
+    task, _, _ = make_task("sentiment")
+    texts.save(task, "ar", {"label:positive": "إيجابي", "label:negative": "سلبي", "label:neutral": "محايد",
+                            "field:prompt": "الموجِّه",
+                            "field:text": "النص", "instructions": "اكتب جملة يخطئ النموذج في تصنيف مشاعرها."})
+    browser.login(writer)
+    browser.go(f"/tasks/{task.slug}/create/")
+    wait(browser).until(lambda b: b.find_element(By.ID, "create-form"))
+    # the participant chooses Arabic in the top bar and comes back to the same page
+    Select(browser.find_element(By.ID, "language-choice")).select_by_value("ar")
+    browser.find_element(By.ID, "language-submit").click()
+    wait(browser).until(lambda b: b.execute_script("return document.documentElement.dir") == "rtl")
+    wait(browser).until(lambda b: b.find_element(By.ID, "context").get_attribute("data-context-id"))
+    assert browser.current_url.endswith(f"/tasks/{task.slug}/create/")
+    assert browser.execute_script("return document.documentElement.lang") == "ar"
+    rect = lambda selector: browser.execute_script(  # noqa: E731
+        "return document.querySelector(arguments[0]).getBoundingClientRect().toJSON()", selector)
+    width = browser.execute_script("return document.documentElement.clientWidth")
+    # mirrored: the brand at the right of the top bar, the writing column right of the figures' column, the
+    # label's radio button right of its name, the labels' order from the right
+    assert rect(".brand")["right"] > width - 60
+    assert rect(".create-main")["left"] > rect(".create-side")["right"]
+    assert rect("#labels input[value=positive]")["left"] > rect("#labels .label-name")["right"]
+    first, second = browser.find_elements(By.CSS_SELECTOR, "#labels .label-choice")[:2]
+    assert first.rect["x"] > second.rect["x"]
+    assert browser.execute_script("return getComputedStyle(document.querySelector('#create-form')).direction") == "rtl"
+    # what people write keeps its own direction (dir=auto): the English context reads left to right
+    assert browser.execute_script("return getComputedStyle(document.querySelector('.context-text')).direction") == "ltr"
+    # the owner's texts in Arabic; the interface strings (server and script) in Arabic
+    labels = browser.find_element(By.ID, "labels").text
+    assert "إيجابي" in labels and "سلبي" in labels and "positive" not in labels
+    assert "يخطئ النموذج" in browser.find_element(By.CSS_SELECTOR, "details.instructions").text
+    assert browser.find_element(By.ID, "submit-label").text == "إرسال"
+    browser.find_element(By.ID, "input-text").send_keys("كان الطعام رائعًا والخدمة بطيئة.")
+    browser.find_element(By.ID, "submit").click()  # no label chosen: create.js says so, through gettext
+    wait(browser).until(lambda b: b.find_element(By.ID, "form-error").text)
+    assert browser.find_element(By.ID, "form-error").text == "اختر التصنيف الذي تقصده."
+    browser.find_element(By.CSS_SELECTOR, "#labels input[value=positive]").click()
+    for width in (1400, 420):
+        with sized(browser, width):
+            shot(browser, "study-create-ar", width)  # docs/gallery/study-create-ar-*.png

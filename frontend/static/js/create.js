@@ -553,7 +553,7 @@
       const take = el("button", { type: "button", class: "secondary", "data-suggestion": String(i) }, gettext("Use"));
       take.addEventListener("click", () => useSuggestion(i));
       list.append(el("li", { class: "suggestion", "data-models-disagree": String(c.models_disagree) },
-        el("div", { class: "suggestion-text" }, el("p", { class: "suggestion-words" }, c.text), verdictLine(c, asked)), take));
+        el("div", { class: "suggestion-text" }, el("p", { class: "suggestion-words", dir: "auto" }, c.text), verdictLine(c, asked)), take));
     });
     list.hidden = false;
     const scored = suggestion.candidates.filter((c) => c.models_disagree !== null && c.models_disagree !== undefined);
