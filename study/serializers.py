@@ -12,6 +12,9 @@ from rest_framework import serializers
 from study.models import Question, Study, Survey
 
 
+KINDS = "the question's kind: " + ", ".join(Question.Kind.values)
+
+
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not declare: a misspelt field is a 400, never silently ignored."""
 
@@ -69,7 +72,7 @@ class WithdrawResultSerializer(serializers.Serializer):
 
 class PublicQuestionSerializer(serializers.Serializer):
     key = serializers.CharField()
-    kind = serializers.ChoiceField(choices=Question.Kind.choices)
+    kind = serializers.CharField(help_text=KINDS)
     text = serializers.CharField(help_text="in your language where translated")
     choices = serializers.ListField(child=serializers.CharField(), help_text="the values to send")
     labels = serializers.ListField(child=serializers.CharField(), help_text="the choices as shown (translated)")
@@ -140,7 +143,7 @@ class ConsentPublishSerializer(StrictSerializer):
 
 class QuestionDefinitionSerializer(serializers.Serializer):
     key = serializers.CharField()
-    kind = serializers.ChoiceField(choices=Question.Kind.choices)
+    kind = serializers.CharField(help_text=KINDS)
     text = serializers.CharField()
     choices = serializers.ListField(child=serializers.CharField(), required=False)
     required = serializers.BooleanField(required=False, default=True)

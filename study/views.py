@@ -167,7 +167,8 @@ def survey_page(request: HttpRequest, slug: str, phase: str) -> HttpResponse:
     shown, rows = survey_rows(found, values, errors)
     context = {"task": task, "survey": found, "shown": shown, "rows": rows, "answered": answered,
                "form_error": errors.get("_form", ""), "next": next_of(request) or "",
-               "continue_url": continue_url(request, task) if answered else ""}
+               # A GET reads only: where to go on is the next work page's business (its gate sends the person on).
+               "continue_url": (next_of(request) or reverse("task-detail", args=[task.slug])) if answered else ""}
     return render(request, "study/survey.html", context, status=status)
 
 
