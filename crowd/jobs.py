@@ -18,10 +18,10 @@ def lifecycle_sweep() -> dict[str, int]:
     """The crowd platform's lifecycle: assignments past their time limit time out (their place is freed), and the
     platform's submissions are polled where its webhooks may not reach this site. Never raises: a platform that
     is down is logged, kept on its batch, and polled again next time."""
-    from crowd import lifecycle
+    from crowd import platform
 
     try:
-        return lifecycle.sweep()
+        return platform.sweep()
     except Exception:  # noqa: BLE001 - the beat loop must go on; the next sweep tries again
         import logging
 

@@ -20,7 +20,8 @@ the batch's task. This is the one place identity comes from a query parameter, s
   a RETURNED / TIMED-OUT there frees the place here.
 
 The end of the work is the batch's end rule (links.progress); the time limit (`time_limit_minutes`) times out
-an unfinished assignment (`time_out_due`, run by the `crowd.lifecycle_sweep` job, and on finishing).
+an unfinished assignment (`time_out_due`, run by the `crowd.lifecycle_sweep` job through
+`crowd.platform.sweep`, and on finishing).
 """
 
 from __future__ import annotations
@@ -175,23 +176,8 @@ def claim(token: str, params) -> Assignment:
 # --- the ways out ---------------------------------------------------------------------------------
 
 
-def end(assignment: Assignment, state: str, now: datetime | None = None) -> bool:
-    """Mark the assignment returned / timed out / screened out (its place is freed; its examples stay); False
-    when it had ended already (the first ending stands)."""
-    assert state in Assignment.ENDED
-    changed = Assignment.objects.filter(pk=assignment.pk).exclude(state__in=Assignment.ENDED).update(
-        state=state, ended_at=now or timezone.now())
-    return bool(changed)
-
-
-def time_out_if_due(assignment: Assignment, now: datetime | None = None) -> bool:
-    """Time out this active assignment when its batch's time limit has passed since it started."""
-    limit = assignment.batch.time_limit_minutes
-    now = now or timezone.now()
-    if (not limit or assignment.state != Assignment.State.ACTIVE or assignment.followed_at is None
-            or now < assignment.followed_at + timedelta(minutes=limit)):
-        return False
-    return end(assignment, Assignment.State.TIMED_OUT, now)
+end = links.end  # returned / timed out / screened out: the place is freed (crowd.links)
+time_out_if_due = links.time_out_if_due
 
 
 def time_out_due(now: datetime | None = None) -> int:
@@ -293,37 +279,6 @@ def _apply(batch: WorkerBatch, participant_id: str, submission_id: str, status: 
     if end(assignment, ending, now):
         return f"{Assignment.State(ending).label}: place freed"
     return f"already {assignment.get_state_display()}"
-
-
-# --- the sweep --------------------------------------------------------------------------------------
-
-
-def sweep(now: datetime | None = None) -> dict[str, int]:
-    """The `crowd.lifecycle_sweep` job: time out the assignments past their limit, then poll the platform for
-    every open batch with a study id (crowd.platform.poll: its errors are logged and kept on the batch, and the
-    next sweep tries again; nothing raises out of here)."""
-    from crowd import platform
-
-    now = now or timezone.now()
-    timed_out = time_out_due(now)
-    polled = changed = failed = 0
-    for batch in pollable(now):
-        try:
-            result = platform.poll(batch, now=now)
-        except Exception:  # noqa: BLE001 - one batch's failure must not stop the others or the job loop
-            log.exception("polling the platform for batch %s failed", batch.pk)
-            failed += 1
-            continue
-        polled += 1
-        changed += result.changed
-        failed += 0 if result.ok else 1
-    return {"timed_out": timed_out, "polled": polled, "changed": changed, "failed": failed}
-
-
-def pollable(now: datetime):
-    """Open batches with a study id (until a day after they expire: late returns still free places)."""
-    return (WorkerBatch.objects.filter(closed=False, expires_at__gte=now - timedelta(days=1))
-            .exclude(study_id="").order_by("id"))
 
 
 # --- the owner's settings -----------------------------------------------------------------------------

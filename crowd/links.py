@@ -310,10 +310,8 @@ def progress(assignment: Assignment, now: datetime | None = None) -> Progress:
 def complete(assignment: Assignment, now: datetime | None = None) -> str:
     """The completion code, once the assignment's work is done (Conflict before, or once it has ended: returned,
     timed out, screened out; an unfinished assignment past its time limit times out here)."""
-    from crowd import lifecycle
-
     now = now or timezone.now()
-    if lifecycle.time_out_if_due(assignment, now):
+    if time_out_if_due(assignment, now):
         assignment.refresh_from_db()
     if assignment.ended:
         raise Conflict(f"this assignment has ended ({assignment.get_state_display()}): there is no completion "
@@ -346,3 +344,23 @@ def completion_url(assignment: Assignment) -> str | None:
     if not template or assignment.state != Assignment.State.COMPLETED:
         return None
     return template.replace("{code}", assignment.completion_code)
+
+
+def end(assignment: Assignment, state: str, now: datetime | None = None) -> bool:
+    """Mark the assignment returned / timed out / screened out (its place is freed; its examples stay); False
+    when it had ended already (the first ending stands)."""
+    if state not in Assignment.ENDED:
+        raise ValueError(f"not an ending state: {state}")
+    changed = Assignment.objects.filter(pk=assignment.pk).exclude(state__in=Assignment.ENDED).update(
+        state=state, ended_at=now or timezone.now())
+    return bool(changed)
+
+
+def time_out_if_due(assignment: Assignment, now: datetime | None = None) -> bool:
+    """Time out this active assignment when its batch's time limit has passed since it started."""
+    limit = assignment.batch.time_limit_minutes
+    now = now or timezone.now()
+    if (not limit or assignment.state != Assignment.State.ACTIVE or assignment.followed_at is None
+            or now < assignment.followed_at + timedelta(minutes=limit)):
+        return False
+    return end(assignment, Assignment.State.TIMED_OUT, now)

@@ -24,7 +24,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -151,8 +151,10 @@ class PollError(Exception):
     pass
 
 
-def fetch_submissions(study_id: str, *, base_url: str, token: str, timeout: float = POLL_TIMEOUT_SECONDS) -> list[dict]:
-    """Every submission of the study, page by page (PollError on any failure)."""
+def fetch_submissions(study_id: str, *, base_url: str, token: str, timeout: float | None = None) -> list[dict]:
+    """Every submission of the study, page by page (PollError on any failure; each request waits at most
+    `timeout`, POLL_TIMEOUT_SECONDS by default)."""
+    timeout = timeout or POLL_TIMEOUT_SECONDS
     url = urljoin(base_url.rstrip("/") + "/", SUBMISSIONS_PATH.format(study=study_id).lstrip("/"))
     origin = urlsplit(url)[:2]
     rows: list[dict] = []
@@ -206,3 +208,32 @@ def poll(batch: WorkerBatch, now: datetime | None = None) -> PollResult:
         changed += applied.processed
     WorkerBatch.objects.filter(pk=batch.pk).update(polled_at=now, poll_error="")
     return PollResult(True, seen=len(rows), changed=changed)
+
+
+# --- the sweep --------------------------------------------------------------------------------------
+
+
+def sweep(now: datetime | None = None) -> dict[str, int]:
+    """The `crowd.lifecycle_sweep` job: time out the assignments past their limit, then poll the platform for
+    every open batch with a study id (crowd.platform.poll: its errors are logged and kept on the batch, and the
+    next sweep tries again; nothing raises out of here)."""
+    now = now or timezone.now()
+    timed_out = lifecycle.time_out_due(now)
+    polled = changed = failed = 0
+    for batch in pollable(now):
+        try:
+            result = poll(batch, now=now)
+        except Exception:  # noqa: BLE001 - one batch's failure must not stop the others or the job loop
+            log.exception("polling the platform for batch %s failed", batch.pk)
+            failed += 1
+            continue
+        polled += 1
+        changed += result.changed
+        failed += 0 if result.ok else 1
+    return {"timed_out": timed_out, "polled": polled, "changed": changed, "failed": failed}
+
+
+def pollable(now: datetime):
+    """Open batches with a study id (until a day after they expire: late returns still free places)."""
+    return (WorkerBatch.objects.filter(closed=False, expires_at__gte=now - timedelta(days=1))
+            .exclude(study_id="").order_by("id"))

@@ -339,7 +339,8 @@ def link(request, token: str):
 def open_link(request, token: str):
     """The batch's open study link (Prolific style): GET shows the study with its free places (no side effect);
     POST takes a free place for the participant id the platform appended, and signs in as that worker."""
-    params = request.POST if request.method == "POST" else request.GET
+    params = {key: request.POST.get(key) or request.GET.get(key, "")  # the platform appends them to the address
+              for keys in lifecycle.PARAMETERS.values() for key in keys}
     try:
         batch = lifecycle.read_open(token)
         who = lifecycle.arrival(batch, params)
