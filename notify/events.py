@@ -21,11 +21,13 @@ The call sites, each a line in the app that owns the action:
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext as _
@@ -56,7 +58,8 @@ def emit(task, event: str, data: dict[str, Any], *, people: Iterable[Any] = ()) 
 def _record(task, event: str, data: dict[str, Any], people: Iterable[Any]) -> Event:
     if event not in SUBSCRIBABLE:
         raise ValueError(f"unknown event {event!r}")
-    stored = Event.objects.create(task=task, kind=event, data={"task": task_data(task), **data})
+    plain = json.loads(json.dumps({"task": task_data(task), **data}, cls=DjangoJSONEncoder))  # times as ISO text
+    stored = Event.objects.create(task=task, kind=event, data=plain)
     hooks = [h for h in Webhook.objects.filter(task=task, disabled_at__isnull=True) if h.wants(event)]
     deliveries = Delivery.objects.bulk_create([Delivery(event=stored, webhook=h) for h in hooks])
     mails = Mail.objects.bulk_create([Mail(event=stored, user=user, address=address)
