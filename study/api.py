@@ -16,8 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from dynabench_site.errors import InvalidInput, NotFound
-from study import console, exits, gate, records, surveys, texts
 from study import consent as consents
+from study import console, exits, gate, records, surveys, texts
 from study import serializers as s
 from study.models import Survey
 from tasks import gates as work_gates

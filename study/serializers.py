@@ -11,7 +11,6 @@ from rest_framework import serializers
 
 from study.models import Question, Study, Survey
 
-
 KINDS = "the question's kind: " + ", ".join(Question.Kind.values)
 
 

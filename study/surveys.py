@@ -417,9 +417,9 @@ def eligible(items: list[Question], answers: dict[str, Any]) -> bool:
         elif q.kind in (Question.Kind.SINGLE, Question.Kind.LIKERT):
             if value not in rule.get("allowed", []):
                 return False
-        elif q.kind == Question.Kind.NUMBER:
-            if ("min" in rule and value < rule["min"]) or ("max" in rule and value > rule["max"]):
-                return False
+        elif q.kind == Question.Kind.NUMBER and (("min" in rule and value < rule["min"])
+                                                 or ("max" in rule and value > rule["max"])):
+            return False
     return True
 
 

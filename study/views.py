@@ -22,8 +22,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from dynabench_site.errors import InvalidInput
 from dynabench_site.pages import returns_to
 from dynabench_site.params import whole_number
-from study import console, exits, gate, records, surveys, texts
 from study import consent as consents
+from study import console, exits, gate, records, surveys, texts
 from study.forms import ConsentForm, QuestionForm, StudyForm, SurveyForm
 from study.models import Question, Survey
 from tasks import gates as work_gates
@@ -126,7 +126,7 @@ def survey_rows(found: Survey, values: dict[str, Any] | None = None, errors: dic
         chosen = value if isinstance(value, list) else [value] if value not in (None, "") else []
         rows.append({"q": q, "text": tr["text"], "value": "" if value is None or isinstance(value, list) else value,
                      "options": [{"value": v, "label": label, "checked": v in chosen}
-                                 for v, label in zip(q.choices or [], tr["choices"])],
+                                 for v, label in zip(q.choices or [], tr["choices"], strict=False)],
                      "error": errors.get(q.key, "")})
     return [shown, rows]
 

@@ -1,5 +1,6 @@
-"""Fixtures of the consent and survey tests (tests/study/test_consent.py, test_surveys.py, test_gate.py): a
-sentiment task with an open round, a context and its study on, its owner, a writer and their clients."""
+"""Fixtures of the consent and survey tests (tests/study/test_consent.py, test_surveys.py, test_gate.py; offered
+to them by tests/study/conftest.py): a sentiment task with an open round and a context ("studied"), its owner, a
+writer and an admin (`task_world`); the same with its study on and consent version 1 (`study`); helpers."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ PRE_QUESTIONS = [
 GOOD_ANSWERS = {"age": 30, "native": "yes", "langs": ["en", "es"], "confidence": "very"}
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _fresh_cache(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     cache.clear()
@@ -40,7 +41,7 @@ def _fresh_cache(settings):
 
 
 @pytest.fixture
-def task_world(db):
+def task_world(db, _fresh_cache):
     task, round_, context = make_task("sentiment", slug="studied")
     owner = UserFactory(username="study-owner")
     task.owners.add(owner)

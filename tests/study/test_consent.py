@@ -14,8 +14,7 @@ from accounts.pseudonyms import person_id
 from dynabench_site.errors import Conflict, InvalidInput
 from study import consent, exits
 from study.models import ConsentRecord, Participant
-from tests.study.consent_fixtures import (CONSENT, _fresh_cache, api_for, page_for, study, submit,  # noqa: F401
-                                          task_world)
+from tests.study.consent_fixtures import CONSENT, api_for, page_for, submit
 
 pytestmark = pytest.mark.django_db
 

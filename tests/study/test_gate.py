@@ -10,8 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from study import consent, gate, surveys
 from study.models import Participant, Study
 from tasks import gates, roles
-from tests.study.consent_fixtures import (GOOD_ANSWERS, _fresh_cache, add_pre_survey, api_for, page_for,  # noqa: F401
-                                          study, submit, task_world)
+from tests.study.consent_fixtures import GOOD_ANSWERS, add_pre_survey, api_for, page_for, submit
 
 pytestmark = pytest.mark.django_db
 

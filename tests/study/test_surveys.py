@@ -14,8 +14,15 @@ from dynabench_site.errors import Conflict, InvalidInput
 from study import consent, records, surveys
 from study.models import Question, SurveyResponse, TextTranslation
 from tasks.gates import StepPending
-from tests.study.consent_fixtures import (GOOD_ANSWERS, PRE_QUESTIONS, _fresh_cache, add_post_survey,  # noqa: F401
-                                          add_pre_survey, api_for, page_for, study, submit, task_world)
+from tests.study.consent_fixtures import (
+    GOOD_ANSWERS,
+    PRE_QUESTIONS,
+    add_post_survey,
+    add_pre_survey,
+    api_for,
+    page_for,
+    submit,
+)
 
 pytestmark = pytest.mark.django_db
 
