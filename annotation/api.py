@@ -34,6 +34,7 @@ from annotation.serializers import (
 from annotation.throttles import SandboxThrottle, SuggestionThrottle, TaskSubmissionThrottle
 from dynabench_site.errors import Conflict
 from dynabench_site.params import whole_number
+from study import arms
 from tasks import roles
 from tasks.access import TaskScopedMixin, visible_task
 from tasks.models import Task
@@ -102,18 +103,22 @@ class ExampleCreateView(TaskScopedView):
         task = self.get_task()
         result = services.submit(request.user, task, body.submission(), word_map=body.validated_data["word_map"])
         if not body.validated_data["next_context"]:
-            return submission_response(result)
+            return submission_response(result, request.user)
         # Chosen before the wait for the verdict, while the worker scores, so it costs the writer no time.
         following = services.next_context(task, result.example.round, exclude=result.example.context_id)
-        response = submission_response(result)
+        response = submission_response(result, request.user)
         response.data["next_context"] = ContextSerializer(following).data if following is not None else None
         return response
 
 
-def submission_response(result: services.SubmitResult) -> Response:
-    example = scoring.await_verdict(result.example, settings.VERDICT_WAIT_SECONDS, fresh=result.created)
+def submission_response(result: services.SubmitResult, viewer=None) -> Response:
+    hidden = arms.hides_verdict(result.example, viewer)  # a study arm without the model in the loop: "saved" only
+    example = result.example if hidden else scoring.await_verdict(result.example, settings.VERDICT_WAIT_SECONDS,
+                                                                  fresh=result.created)
     if not result.created:
         code = status.HTTP_200_OK
+    elif hidden:
+        code = status.HTTP_201_CREATED  # saved; its writer waits for no verdict
     elif example.scoring_state == Example.Scoring.PENDING:
         code = status.HTTP_202_ACCEPTED
     else:
@@ -121,14 +126,20 @@ def submission_response(result: services.SubmitResult) -> Response:
     headers = {"Location": reverse("api-example-detail", args=[example.pk])}
     if not result.created:
         headers["Idempotent-Replayed"] = "true"
-    return Response(ExampleSerializer(example).data, status=code, headers=headers)
+    return Response(shown(example, viewer), status=code, headers=headers)
+
+
+def shown(example: Example, viewer) -> dict:
+    """The example as `viewer` may see it: without the verdict for its writer in a study arm without the model in
+    the loop (study.arms.hides_verdict); its owners see everything."""
+    return ExampleSerializer(example, context={"hide_verdict": arms.hides_verdict(example, viewer)}).data
 
 
 def sandbox_response(task: Task, request: Request) -> Response:
     """Score without storing. A model server that is down answers 503 with Retry-After (BackendError)."""
     body = SubmissionSerializer(data=request.data)
     body.is_valid(raise_exception=True)
-    return Response(SandboxVerdictSerializer(services.sandbox_verdict(task, body.submission())).data)
+    return Response(SandboxVerdictSerializer(services.sandbox_verdict(task, body.submission(), request.user)).data)
 
 
 class SandboxView(TaskScopedView):
@@ -174,7 +185,7 @@ class SuggestionCreateView(TaskScopedView):
         data = body.validated_data
         suggestion = services.ask_assistant(request.user, self.get_task(), data.get("context_id"), data["target"],
                                             data.get("round"))
-        return Response(SuggestionSerializer(suggestion).data, status=status.HTTP_202_ACCEPTED,
+        return Response(suggestion_data(suggestion, request.user), status=status.HTTP_202_ACCEPTED,
                         headers={"Location": reverse("api-suggestion-detail", args=[suggestion.pk])})
 
 
@@ -189,7 +200,16 @@ class SuggestionView(APIView):
         suggestion = get_object_or_404(Suggestion.objects.select_related("round__task"), pk=pk)
         if suggestion.author_id != request.user.pk and not roles.can_manage(request.user, suggestion.round.task):
             raise Http404("No suggestion with this id.")
-        return Response(SuggestionSerializer(suggestion).data)
+        return Response(suggestion_data(suggestion, request.user))
+
+
+def suggestion_data(suggestion: Suggestion, viewer) -> dict:
+    """A suggestion request; for its writer in a study arm without the model in the loop, the candidates without
+    the models' answers (study.arms)."""
+    data = SuggestionSerializer(suggestion).data
+    if suggestion.author_id == viewer.pk and not arms.shows_models(suggestion.round.task, viewer):
+        data["candidates"] = [{"text": c["text"]} for c in data["candidates"]]
+    return data
 
 
 class ExampleView(APIView):
@@ -212,7 +232,7 @@ class ExampleView(APIView):
         responses={200: ExampleSerializer, 404: None},
     )
     def get(self, request: Request, pk: int) -> Response:
-        return Response(ExampleSerializer(self.get_example(pk, author_only=False)).data)
+        return Response(shown(self.get_example(pk, author_only=False), request.user))
 
 
 class ScoreView(ExampleView):
@@ -230,7 +250,7 @@ class ScoreView(ExampleView):
         example = self.get_example(pk, author_only=False)
         if jobs.revive_if_due(example) or scoring.expire_stale_map(example):
             example.refresh_from_db()
-        return Response(ExampleSerializer(example).data)
+        return Response(shown(example, request.user))
 
 
 class WordMapView(ExampleView):
@@ -249,7 +269,7 @@ class WordMapView(ExampleView):
             raise Conflict("this example has no verdict yet, so no word map to ask for; poll its `score` link")
         if jobs.request_map(example):
             example.refresh_from_db()
-        return Response(ExampleSerializer(example).data)
+        return Response(shown(example, request.user))
 
 
 class RetractView(ExampleView):
@@ -259,7 +279,7 @@ class RetractView(ExampleView):
                    responses={200: ExampleSerializer, 404: None, 409: None})
     def post(self, request: Request, pk: int) -> Response:
         example = services.retract(self.get_example(pk, author_only=True))
-        return Response(ExampleSerializer(example).data)
+        return Response(shown(example, request.user))
 
 
 class FlagView(ExampleView):
@@ -271,7 +291,7 @@ class FlagView(ExampleView):
         example = self.get_example(pk, author_only=True)
         body = ReasonSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return Response(ExampleSerializer(services.flag(example, body.validated_data["reason"])).data)
+        return Response(shown(services.flag(example, body.validated_data["reason"]), request.user))
 
 
 class WriterExplanationView(ExampleView):
@@ -284,7 +304,7 @@ class WriterExplanationView(ExampleView):
         body = ExplanationSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         text = body.validated_data["writer_explanation"]
-        return Response(ExampleSerializer(services.explain(example, text)).data)
+        return Response(shown(services.explain(example, text), request.user))
 
 
 class AppealView(ExampleView):
@@ -300,7 +320,7 @@ class AppealView(ExampleView):
         example = self.get_example(pk, author_only=True)
         body = AppealSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        return Response(ExampleSerializer(services.appeal(example, body.validated_data["reason"])).data)
+        return Response(shown(services.appeal(example, body.validated_data["reason"]), request.user))
 
 
 class MyExamplesView(ListAPIView):
@@ -339,4 +359,7 @@ class MyStatsView(APIView):
     def get(self, request: Request) -> Response:
         slug = request.query_params.get("task")
         task = visible_task(request.user, slug) if slug else None
-        return Response(WriterFiguresSerializer(services.writer_figures(request.user, task)).data)
+        figures = services.writer_figures(request.user, task)
+        if task is not None and not arms.shows_models(task, request.user):  # no model in the loop: no verdict counts
+            figures.update(fooled=None, verified_fooled=None, mer=None, vmer=None)
+        return Response(WriterFiguresSerializer(figures).data)

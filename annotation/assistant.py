@@ -42,6 +42,7 @@ from annotation.models import Assistance, Example, Suggestion
 from dynabench_site import errors
 from dynabench_site.text import text_problem
 from modelzoo.llm import provider_for
+from study import arms
 from tasks.kinds import InputError
 from tasks.models import LabeledItem, Round, Task
 from zoo.llm.base import ProviderError, Usage
@@ -79,9 +80,11 @@ class Provenance:
     edit_distance: int | None
 
 
-def enabled(task: Task) -> bool:
+def enabled(task: Task, user=None) -> bool:
+    """Whether the task offers the assistant (to `user`, when given: a study arm may not, study.arms)."""
     config = task.typed_config
-    return bool(config.assistant.enabled) and task.kind_impl.target_is_label and len(config.input_fields) == 1
+    on = bool(config.assistant.enabled) and task.kind_impl.target_is_label and len(config.input_fields) == 1
+    return on and (user is None or arms.offers_assistant(task, user))
 
 
 _warming: dict[str, threading.Thread] = {}
@@ -137,12 +140,14 @@ def _warm(provider, prompt: SuggestionPrompt | None, n: int) -> None:
         log.exception("warming up the writing assistant failed")
 
 
-def check_enabled(task: Task) -> None:
+def check_enabled(task: Task, user=None) -> None:
     if not task.typed_config.assistant.enabled:
         raise errors.Conflict("the writing assistant is off for this task", field="assistant")
     if not enabled(task):
         raise errors.Conflict("the writing assistant suggests texts for labelled tasks with one input field; this "
                               "task's kind cannot use it", field="assistant")
+    if user is not None:
+        arms.check_assistant(task, user)  # the writer's study arm works without it: 409
 
 
 # --- the job (annotation.jobs.suggest) ------------------------------------------------------------------------
@@ -269,7 +274,9 @@ def _scored(task: Task, suggestion: Suggestion, texts: list[str]) -> list[dict[s
     payload = suggestion.context.payload if suggestion.context else {}
     inputs = [task.kind_impl.model_input(task.typed_config, payload, {field: text}) for text in texts]
     try:
-        verdicts = scoring.predict(suggestion.round, inputs, explain=False)
+        ensemble = arms.ensemble_for(task, suggestion.author_id)  # the writer's arm's ensemble, if it has one
+        verdicts = scoring.predict(suggestion.round, inputs, explain=False,
+                                   **({"ensemble": ensemble} if ensemble else {}))
     except NoEnsembleYet:
         return [{"text": t, "models_disagree": None, "verdict_error": "the models are still training"} for t in texts]
     except BackendError as exc:

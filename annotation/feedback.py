@@ -40,7 +40,7 @@ def provide_outlook(outlook: Outlook) -> None:
 
 def my_examples(user, task: Task | None = None) -> QuerySet[Example]:
     """The writer's own examples, newest first (retracted ones included: they are still theirs)."""
-    mine = Example.objects.filter(author=user).select_related("round__task", "context").order_by("-id")
+    mine = Example.objects.filter(author=user).select_related("round__task", "context", "arm").order_by("-id")
     return mine.filter(round__task=task) if task is not None else mine
 
 
@@ -86,7 +86,12 @@ def validation_state(example: Example, queued: tuple[str, int] | None) -> dict[s
 
 
 def row(example: Example, validator_reasons: list[str], queued: tuple[str, int] | None = None) -> dict[str, Any]:
-    prediction = example.ensemble_prediction or {}
+    # Written in a study arm without the model in the loop (study.arms): its writer is not told the verdict.
+    hidden = example.arm_id is not None and not example.arm.model_in_loop
+    prediction = {} if hidden else (example.ensemble_prediction or {})
+    validation = validation_state(example, queued)
+    if hidden and validation["state"] == OUT_OF_SCOPE:
+        validation = {**validation, "text": "Not sent to validation: this task validates only some examples."}
     return {
         "id": example.pk,
         "task": example.round.task.slug,
@@ -97,12 +102,13 @@ def row(example: Example, validator_reasons: list[str], queued: tuple[str, int] 
         "input": example.input,
         "target": example.target,
         "scoring_state": example.scoring_state,
-        "fooled": example.fooled,
+        "fooled": None if hidden else example.fooled,
         "model_prediction": prediction.get("label", prediction.get("text")) if prediction else None,
+        "verdict_hidden": hidden,
         "retracted": example.retracted,
         "consensus": example.consensus,
         "outcome": example.get_consensus_display(),
-        "validation": validation_state(example, queued),
+        "validation": validation,
         "corrected_label": example.validated_label if example.consensus == Example.Consensus.REJECTED else None,
         "flag_reasons": {"yours": example.flag_reason or None, "validators": validator_reasons},
         "appeal": {

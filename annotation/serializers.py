@@ -91,7 +91,15 @@ class ContextSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
         return context.round.number if context.round_id else None
 
 
+# What a writer in a study arm without the model in the loop reads instead of the verdict (study.arms): "saved".
+HIDDEN_VERDICT = {"fooled": None, "ensemble_prediction": None, "model_predictions": [], "explanation": None,
+                  "model_versions": [], "explanation_state": "unavailable", "explanation_error": ""}
+
+
 class ExampleSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
+    """With `context={"hide_verdict": True}` (the writer's study arm has no model in the loop), the verdict's fields
+    are empty and `verdict_hidden` is true: the example is saved and scored, its writer is not told how."""
+
     task = serializers.CharField(source="round.task.slug", read_only=True)
     round = serializers.IntegerField(source="round.number", read_only=True)
     context_id = serializers.IntegerField(read_only=True, allow_null=True)
@@ -103,9 +111,23 @@ class ExampleSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
         fields = [
             "id", "task", "round", "context_id", "context", "input", "target", *VERDICT_FIELDS,
             "retracted", "flagged", "flag_reason", "writer_explanation", "time_spent_ms", "idempotency_key",
-            "consensus", "created_at", "assistance", "suggestion_id", "edit_distance", "links",
+            "consensus", "created_at", "assistance", "suggestion_id", "edit_distance", "links", "verdict_hidden",
         ]
         read_only_fields = fields
+
+    verdict_hidden = serializers.SerializerMethodField(
+        help_text="true: the writer's study arm collects without the model in the loop, so the verdict is not shown to "
+                  "them (the example is saved and scored; its owners see the verdict)")
+
+    @extend_schema_field(serializers.BooleanField())
+    def get_verdict_hidden(self, example: Example) -> bool:
+        return bool(self.context.get("hide_verdict"))
+
+    def to_representation(self, example: Example) -> dict[str, Any]:
+        data = super().to_representation(example)
+        if data["verdict_hidden"]:
+            data.update(HIDDEN_VERDICT)
+        return data
 
     @extend_schema_field(serializers.DictField(allow_null=True))
     def get_context(self, example: Example) -> dict | None:
@@ -197,6 +219,8 @@ class MyExampleSerializer(serializers.Serializer):
     scoring_state = serializers.CharField()
     fooled = serializers.BooleanField(allow_null=True, help_text="the model's verdict: fooled or not")
     model_prediction = serializers.JSONField(allow_null=True)
+    verdict_hidden = serializers.BooleanField(help_text="written in a study arm without the model in the loop: the "
+                                                        "verdict is not shown to its writer")
     retracted = serializers.BooleanField()
     consensus = serializers.ChoiceField(choices=Example.Consensus.choices, help_text="the validation outcome")
     outcome = serializers.CharField(help_text="the validation outcome in words")
@@ -226,8 +250,9 @@ class SandboxVerdictSerializer(serializers.Serializer):
 
 class WriterFiguresSerializer(serializers.Serializer):
     collected = serializers.IntegerField(help_text="examples that count (not retracted)")
-    fooled = serializers.IntegerField()
-    verified_fooled = serializers.IntegerField()
+    fooled = serializers.IntegerField(allow_null=True, help_text="null for a writer in a study arm without the model "
+                                                                 "in the loop (no verdicts shown)")
+    verified_fooled = serializers.IntegerField(allow_null=True)
     rejected = serializers.IntegerField()
     flagged = serializers.IntegerField()
     mer = serializers.FloatField(allow_null=True, help_text="fooled / collected")

@@ -20,6 +20,7 @@ from annotation.models import Example, Suggestion
 from annotation.sampling import get_strategy
 from dynabench_site import errors
 from modelzoo import opponent
+from study import arms
 from tasks import guidelines
 from tasks.access import open_round
 from tasks.kinds import InputError, TaskConfig
@@ -170,6 +171,8 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
         return SubmitResult(first, created=False)
     guidelines.check_acknowledged(user, task)
     clean = clean_submission(task, sub)
+    arm, language = arms.for_submission(task, user)  # the study's arm (assigned once) and the language: never changed
+    word_map = word_map and (arm is None or arm.model_in_loop)  # nobody's page shows a hidden verdict's map
     shown = clean.context.payload if clean.context else None
     fingerprint = duplicates.fingerprint(task, shown, clean.input)
     try:
@@ -184,6 +187,7 @@ def submit(user, task: Task, sub: Submission, *, word_map: bool = True) -> Submi
                 round=clean.round, context=clean.context, author=user, input=clean.input, target=clean.target,
                 idempotency_key=key, model_key=fingerprint, time_spent_ms=sub.time_spent_ms, suggestion=origin.suggestion,
                 assistance=origin.assistance, suggested_text=origin.suggested_text, edit_distance=origin.edit_distance,
+                arm=arm, language=language,
                 metadata={"kind": task.kind, "sampling": task.typed_config.sampling,
                           **({} if word_map else {"word_map": False})},  # read when another job batches it
             )
@@ -202,7 +206,7 @@ def ask_assistant(user, task: Task, context_id: Any, target: Any, round_number: 
     """Save a pending request to the writing assistant and queue its job (annotation.assistant). The same checks
     as a submission (the open round, the context, the label, the guidelines read), so the writer learns of a
     problem before writing; a task with the assistant off, or of a kind it cannot help, is a 409."""
-    assistant.check_enabled(task)
+    assistant.check_enabled(task, user)
     guidelines.check_acknowledged(user, task)
     config = task.typed_config
     round_ = current_round(task, round_number)
@@ -225,12 +229,17 @@ def _by_key(user, task: Task, key: str) -> Example | None:
     return Example.objects.select_related("round__task", "context", "author").get(pk=pk)
 
 
-def sandbox_verdict(task: Task, sub: Submission) -> dict[str, Any]:
+def sandbox_verdict(task: Task, sub: Submission, user=None) -> dict[str, Any]:
     """Validate and score a would-be example without storing anything (BackendError propagates). The verdict is
     decided and shaped as a stored one (`scoring.verdicts.verdict_of`, the verdict seam), the opponent's row
-    included."""
+    included. A writer whose study arm has no model in the loop is refused (409); one whose arm has its own
+    ensemble is answered by that ensemble."""
+    if user is not None:
+        arms.check_shows_models(task, user)
     clean = clean_submission(task, sub)
-    predicted = scoring.predict(clean.round, [clean.model_input], explain=True)[0]  # nothing is stored: map now
+    ensemble = arms.scoring_ensemble(arms.arm_of(task, user)) if user is not None else None
+    predicted = scoring.predict(clean.round, [clean.model_input], explain=True,  # nothing is stored: map now
+                                **({"ensemble": ensemble} if ensemble else {}))[0]
     rival = opponent.verdict_entry(task, clean.model_input, clean.target)  # the opponent's row, as in a verdict
     verdict = scoring.verdict_of(task, clean.target, predicted, rival)
     return {

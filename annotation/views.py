@@ -18,14 +18,16 @@ from annotation.models import Example
 from dynabench_site import errors
 from dynabench_site.pages import back_url, returns_to
 from dynabench_site.params import whole_number
+from study import arms
 from tasks import roles
 from tasks.access import step_redirect, task_for, visible_task
 from tasks.models import Task
 from zoo import explain_methods
 
 
-def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
-    """What create.js needs to know about the task (passed with json_script), API addresses included."""
+def page_config(task: Task, round_number: int | None, user=None) -> dict[str, Any]:
+    """What create.js needs to know about the task (passed with json_script), API addresses included; with `user`,
+    what the writer's study arm allows (study.arms: the assistant, the models' verdicts)."""
     config = task.typed_config
     return {
         "urls": api_urls(task),
@@ -38,7 +40,8 @@ def page_config(task: Task, round_number: int | None) -> dict[str, Any]:
         "max_input_chars": config.max_input_chars,
         "round": round_number,
         "explanation_methods": explain_methods.described(),  # name, label: how the map names its method
-        "assistant": assistant.enabled(task),  # the writing assistant (annotation.assistant)
+        "assistant": assistant.enabled(task, user),  # the writing assistant (annotation.assistant)
+        "model_in_loop": arms.shows_models(task, user) if user is not None else True,  # else "saved" only
     }
 
 
@@ -65,7 +68,11 @@ def create(request, slug: str):
     task = task_for(request, slug, roles.ANNOTATOR)
     if (step := step_redirect(request, task)) is not None:  # consent, the pre-survey (tasks.gates)
         return step
+    arms.joined(task, request.user)  # a study's arm, assigned before the page shows what it allows
     round = task.current_round
+    figures = services.writer_figures(request.user, task)
+    if not arms.shows_models(task, request.user):  # no model in the loop: the verdicts' figures are not shown
+        figures.update(fooled="—", verified_fooled="—", mer=None, vmer=None)
     return render(
         request,
         "annotation/create.html",
@@ -75,9 +82,9 @@ def create(request, slug: str):
             "round": round,
             "context": None,
             "context_rows": context_rows(task),
-            "config": page_config(task, round.number if round else None),
-            "figures": services.writer_figures(request.user, task),
-            "assistant": assistant.enabled(task),
+            "config": page_config(task, round.number if round else None, request.user),
+            "figures": figures,
+            "assistant": assistant.enabled(task, request.user),
             "assistant_model": assistant_model_name(task),
         },
     )

@@ -136,14 +136,15 @@ def explanation_method(task=None) -> str:
 
 
 def predict_for_round(round_, model_inputs: list[dict[str, str]], explain: bool = True,
-                      method: str | None = None) -> list[RoundVerdict]:
-    """One verdict per input from the round's active ensemble, with the explanation of the ensemble's answer
-    over all its members (`Backend.explain_ensemble`). Raises BackendError (retryable when trying again later
-    can help; a round without a deployed ensemble is retryable too).
+                      method: str | None = None, ensemble: Ensemble | int | None = None) -> list[RoundVerdict]:
+    """One verdict per input from the round's active ensemble (or `ensemble`, another ensemble of the same task,
+    or its id: a study arm's target), with the explanation of the ensemble's answer over all its members
+    (`Backend.explain_ensemble`). Raises BackendError (retryable when trying again later can help; a round without
+    a deployed ensemble is retryable too; an `ensemble` of another task, or gone, is not).
 
     With an explanation, the members' predictions come from the explanation's own forward batch when the
     backend returns them (word occlusion of a classification: one batch per member for verdict and map)."""
-    ensemble = active_ensemble(round_)
+    ensemble = _chosen_ensemble(round_, ensemble) if ensemble is not None else active_ensemble(round_)
     if ensemble is None:
         raise NoEnsembleYet(f"{round_} has no deployed model ensemble yet (run `manage.py demo_models` or "
                            f"deploy one); retry once it is deployed")
@@ -167,6 +168,17 @@ def predict_for_round(round_, model_inputs: list[dict[str, str]], explain: bool 
             explanation = _explanation(backend, members, model_input, target, method)
         verdicts.append(_verdict(members, predictions, aggregate, explanation, combined))
     return verdicts
+
+
+def _chosen_ensemble(round_, ensemble: Ensemble | int) -> Ensemble:
+    if not isinstance(ensemble, Ensemble):
+        found = Ensemble.objects.select_related("round").filter(pk=ensemble).first()
+        if found is None:
+            raise BackendError(f"ensemble {ensemble} is gone", retryable=False)
+        ensemble = found
+    if ensemble.round.task_id != round_.task_id:
+        raise BackendError(f"ensemble {ensemble.pk} belongs to another task than {round_}", retryable=False)
+    return ensemble
 
 
 def explain_verdict(task, version_ids: Sequence[int], model_input: dict[str, str],

@@ -64,7 +64,7 @@ def score_batch(example_id: int, gather: int = 1, word_map: bool = True) -> Batc
     with its map unavailable, not requested."""
     if gather > 1 and in_a_batch(example_id):  # in a batch now, or scored by one: no database read at all
         return Batch(Outcome.SKIPPED, [])
-    example = Example.objects.select_related("round__task", "context").filter(pk=example_id).first()
+    example = Example.objects.select_related("round__task", "context", "arm").filter(pk=example_id).first()
     if example is None or example.scoring_state != Example.Scoring.PENDING:
         return Batch(Outcome.SKIPPED, [])
     if example.scoring_attempts and in_a_batch(example.pk):
@@ -88,9 +88,17 @@ def score_batch(example_id: int, gather: int = 1, word_map: bool = True) -> Batc
             unmark([member.pk for member, _ in batch[1:] if member.pk not in stored])
 
 
+def ensemble_of(example: Example) -> int | None:
+    """The ensemble the example is scored against: its study arm's own (study.arms), else None (the round's live
+    one)."""
+    return example.arm.ensemble_id if example.arm_id is not None else None
+
+
 def _score_together(example: Example, token: int, batch: list[tuple[Example, int]]) -> Batch:
+    ensemble = ensemble_of(example)  # the batch's members share it (`gathered`)
     try:
-        verdicts = predict(example.round, [model_input_for(member) for member, _ in batch])
+        verdicts = predict(example.round, [model_input_for(member) for member, _ in batch],
+                           **({"ensemble": ensemble} if ensemble else {}))
     except BackendError as exc:
         error = transient(exc)
     except Exception as exc:  # a bug or an unexpected outage: keep the example, retry later
@@ -130,11 +138,15 @@ def unmark(example_ids: list[int]) -> None:
 
 
 def gathered(example: Example, limit: int) -> list[tuple[Example, int]]:
-    """Up to `limit` other examples of the example's round still waiting for their first try, each claimed."""
+    """Up to `limit` other examples of the example's round still waiting for their first try, each claimed: only
+    those scored against the same ensemble (a study arm may have its own: `ensemble_of`)."""
     if limit <= 0:
         return []
+    ensemble = ensemble_of(example)
+    same = {"arm__ensemble_id": ensemble} if ensemble else {"arm__ensemble__isnull": True}
     waiting = list(Example.objects.select_related("context")
-                   .filter(round_id=example.round_id, scoring_state=Example.Scoring.PENDING, scoring_attempts=0)
+                   .filter(round_id=example.round_id, scoring_state=Example.Scoring.PENDING, scoring_attempts=0,
+                           **same)
                    .exclude(pk=example.pk).order_by("pk")[:limit])
     if not waiting:
         return []

@@ -62,9 +62,11 @@ def transient(exc: BackendError) -> BackendError:
     return exc
 
 
-def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = False) -> list[RoundVerdict]:
-    """The round's ensemble on `model_inputs`, one forward pass (BackendError when serving is unavailable)."""
-    return predict_for_round(round, model_inputs, explain=explain)
+def predict(round: Round, model_inputs: list[dict[str, str]], explain: bool = False,
+            ensemble: int | None = None) -> list[RoundVerdict]:
+    """The round's ensemble (or `ensemble`, a study arm's own, by id) on `model_inputs`, one forward pass
+    (BackendError when serving is unavailable)."""
+    return predict_for_round(round, model_inputs, explain=explain, ensemble=ensemble)
 
 
 def model_input_for(example: Example) -> dict[str, str]:

@@ -247,13 +247,13 @@
   function setScoring(on) {
     $("submit").disabled = on;
     $("submit").setAttribute("aria-busy", on ? "true" : "false");
-    $("submit-label").textContent = on ? gettext("Scoring…") : gettext("Submit");
+    $("submit-label").textContent = on ? (cfg.model_in_loop === false ? gettext("Saving…") : gettext("Scoring…")) : gettext("Submit");
     $("submit-spinner").hidden = !on;
     if (!on) return;
     $("verdict").hidden = false;
     $("verdict-sandbox").hidden = true;
     $("verdict-state").className = "verdict-state pending";
-    $("verdict-state").textContent = gettext("Scoring your example…");
+    $("verdict-state").textContent = cfg.model_in_loop === false ? gettext("Saving your example…") : gettext("Scoring your example…");
     $("verdict-body").hidden = true;
     $("verdict-actions").hidden = true;
     markModelAnswer(null);
@@ -424,7 +424,12 @@
     const stateText = $("verdict-state");
     const pending = !sandbox && example.scoring_state === "pending";
     stateText.className = "verdict-state";
-    if (pending) {
+    if (example.verdict_hidden) {
+      // A study arm without the model in the loop (standard collection): saved, scored later, never shown here.
+      stateText.textContent = gettext("Saved — thank you. Your example is stored; write the next one.");
+      $("explain").hidden = true;
+      $("verdict-body").hidden = true;
+    } else if (pending) {
       // Broker down when it was saved: the example is kept and queued again by itself once the queue is back.
       stateText.textContent = example.scoring_delayed
         ? gettext("Saved — scoring delayed: the job queue is unreachable; it is scored automatically when it is back.")
@@ -617,7 +622,7 @@
   async function refreshFigures() {
     const result = await call("GET", api.stats).catch(() => null);
     if (!result || !result.ok) return;
-    ["collected", "fooled", "verified_fooled", "retracted"].forEach((k) => ($(`my-${k}`).textContent = result.data[k]));
+    ["collected", "fooled", "verified_fooled", "retracted"].forEach((k) => ($(`my-${k}`).textContent = result.data[k] === null ? "—" : result.data[k]));
     $("my-mer").textContent = result.data.mer === null ? "—" : pct(result.data.mer);
   }
 
@@ -661,6 +666,11 @@
     if (index >= 1 && index <= radios.length) { event.preventDefault(); radios[index - 1].checked = true; radios[index - 1].focus(); }
   }
 
+  if (cfg.model_in_loop === false) {
+    // A study arm without the model in the loop: no sandbox verdicts, no fooling figures (study.arms).
+    $("sandbox").closest("p").hidden = true;
+    ["fooled", "verified_fooled", "mer"].forEach((k) => { const dd = $(`my-${k}`); dd.hidden = true; dd.previousElementSibling.hidden = true; });
+  }
   $("create-form").addEventListener("submit", submit);
   $("new-context").addEventListener("click", newContext);
   $("retract").addEventListener("click", retract);
