@@ -203,12 +203,18 @@ def test_translations_keep_their_placeholders(po, tmp_path):
 PARTICIPANT_FILES = ("frontend/templates/base.html", "frontend/templates/annotation/create.html",
                      "frontend/templates/tasks/guidelines.html", "frontend/templates/tasks/_guidelines_panel.html",
                      "frontend/static/js/create.js", "frontend/static/js/guidelines.js", "frontend/static/js/api.js",
-                     "frontend/templates/error.html")
+                     "frontend/templates/error.html", "frontend/templates/study/consent.html",
+                     "frontend/templates/study/survey.html", "frontend/templates/study/withdraw.html",
+                     "frontend/templates/study/stop.html", "frontend/templates/crowd/link_refused.html",
+                     "frontend/templates/crowd/open_link.html", "frontend/templates/crowd/assignment.html",
+                     "frontend/templates/crowd/leave.html", "frontend/templates/crowd/_end_rule.html",
+                     "frontend/templates/modelzoo/_training_notice.html", "study/gate.py", "study/consent.py")
 
 
 def test_the_arabic_participant_path_is_translated():
-    """Every string of the participant's pages (the layout, the create page and its scripts, the guidelines, the
-    error pages) has a current Arabic translation (none missing, none fuzzy)."""
+    """Every string of the participant's pages (the layout, sign-in by worker link, consent, surveys, withdrawal, the
+    guidelines, the create page and its scripts, the assignment and completion pages, the error pages) has a current
+    Arabic translation (none missing, none fuzzy)."""
     missing = [e["msgid"] for po in LOCALE.glob("ar/LC_MESSAGES/*.po") for e in po_entries(po)
                if any(f in e["refs"] for f in PARTICIPANT_FILES)
                and (e.get("fuzzy") or not all(translations(e)))]
