@@ -25,7 +25,7 @@ from dynabench_site.errors import InvalidInput
 from dynabench_site.pages import back_url, returns_to
 from dynabench_site.params import whole_number, whole_numbers
 from tasks import guidelines, roles
-from tasks.access import task_for, visible_tasks
+from tasks.access import step_redirect, task_for, visible_tasks
 from tasks.models import LabeledItem, Suspension, Task, TaskMembership
 from validation import gold, guidance
 from validation.models import GoldItem
@@ -379,6 +379,8 @@ def post_survey_url(user, task, next_url: str) -> str | None:
 @login_required
 def assignment_page(request, pk: int):
     assignment = own_assignment(request, pk)
+    if assignment.state == Assignment.State.ACTIVE and (step := step_redirect(request, assignment.batch.task)):
+        return step  # the study's consent and pre-survey come first, straight from the link (tasks.gates)
     completed = assignment.state == Assignment.State.COMPLETED
     complete_path = reverse("crowd-assignment-complete", args=[pk])
     survey = post_survey_url(request.user, assignment.batch.task, complete_path) if completed else None
