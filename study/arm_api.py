@@ -1,5 +1,6 @@
-"""The arms' API (study.arms): the owner defines the arms and the assignment's settings; a participant asks what
-their condition does on their page (never its name: the study is blind). Views parse, call study.arms, answer."""
+"""The arms' API (study.arms): the owner defines the arms (and reads the assignment's settings, which the study's
+settings set: study.api); a participant asks what their condition does on their page (never its name: the study is
+blind). Views parse, call study.arms, answer."""
 
 from __future__ import annotations
 
@@ -37,9 +38,9 @@ class ArmSerializer(serializers.Serializer):
 
 class AssignmentSerializer(serializers.Serializer):
     enabled = serializers.BooleanField(read_only=True, help_text="the study is on (set on the study's console)")
-    seed = serializers.IntegerField(required=False)
-    assignment = serializers.ChoiceField(choices=Study.Assignment.choices, required=False,
-                                         help_text="balanced (permuted blocks) or random")
+    seed = serializers.IntegerField(read_only=True, help_text="set with the study's settings (api-study)")
+    assignment = serializers.ChoiceField(choices=Study.Assignment.choices, read_only=True,
+                                         help_text="balanced (permuted blocks) or random; set with the study's settings")
     block_repeats = serializers.IntegerField(read_only=True, help_text="a balanced block holds each arm weight × this")
     assigned = serializers.IntegerField(read_only=True, help_text="participants assigned so far")
 
@@ -80,7 +81,7 @@ class OwnerView(TaskScopedMixin, APIView):
 
 
 class ArmsView(OwnerView):
-    @extend_schema(summary="The task's study arms and the assignment's settings (owners)",
+    @extend_schema(summary="The task's study arms and the assignment's settings (owners)", operation_id="tasks_arms_list",
                    responses={200: ArmsSerializer, 403: None, 404: None})
     def get(self, request: Request, slug: str) -> Response:
         task = self.get_task()
@@ -118,20 +119,6 @@ class ArmView(OwnerView):
     def delete(self, request: Request, slug: str, pk: int) -> Response:
         arms.delete_arm(self.get_arm(pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class AssignmentView(OwnerView):
-    @extend_schema(summary="The assignment's settings (owners)", responses={200: AssignmentSerializer, 403: None})
-    def get(self, request: Request, slug: str) -> Response:
-        return Response(assignment_row(self.get_task()))
-
-    @extend_schema(summary="Set the assignment's seed and mode (owners); fixed once anyone is assigned (409)",
-                   request=AssignmentSerializer,
-                   responses={200: AssignmentSerializer, 400: None, 403: None, 404: None, 409: None})
-    def patch(self, request: Request, slug: str) -> Response:
-        task = self.get_task()
-        arms.update_settings(task, request.data)
-        return Response(assignment_row(task))
 
 
 class MineView(TaskScopedMixin, APIView):

@@ -1,5 +1,5 @@
-"""The owner's pages for a study's arms (study.arms): the list with the assignment's settings and a form to add an
-arm, and one page per arm to change or delete it. Owners and admins only (tasks.access.task_for with the owner role);
+"""The owner's pages for a study's arms (study.arms), in the study console: the list with the assignment's settings
+(set on the study console's own page) and a form to add an arm, and one page per arm to change or delete it. Owners and admins only (tasks.access.task_for with the owner role);
 a refused form comes back to its page with the reason (dynabench_site.pages.returns_to)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dynabench_site.pages import returns_to
 from modelzoo.models import Ensemble
 from study import arms
-from study.models import Arm, Study
+from study.models import Arm
 from tasks import roles
 from tasks.access import task_for
 
@@ -48,7 +48,7 @@ def arms_page(request, slug: str):
     study = arms.study_of(task)
     return render(request, "study/arms.html", {
         "task": task, "study": study, "arms": arms.arms_of(task), "ensembles": ensembles(task),
-        "modes": Study.Assignment.choices, "block_repeats": arms.BLOCK_REPEATS,
+        "block_repeats": arms.BLOCK_REPEATS,
         "assigned": sum(arms.counts(task).values()),
     })
 
@@ -60,16 +60,6 @@ def add(request, slug: str):
     task = task_for(request, slug, roles.OWNER)
     arm = arms.create_arm(task, form_data(request.POST, new=True))
     messages.success(request, _("Arm %(key)s added.") % {"key": arm.key})
-    return redirect("study-arms", slug=task.slug)
-
-
-@login_required
-@require_POST
-@returns_to("study-arms", "slug", say="{error}")
-def assignment(request, slug: str):
-    task = task_for(request, slug, roles.OWNER)
-    arms.update_settings(task, {"seed": request.POST.get("seed", ""), "assignment": request.POST.get("assignment")})
-    messages.success(request, _("The assignment's settings are saved."))
     return redirect("study-arms", slug=task.slug)
 
 

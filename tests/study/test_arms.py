@@ -238,15 +238,19 @@ def test_a_used_arm_keeps_its_condition_and_cannot_be_deleted(owner_api):
 
 
 def test_the_assignment_settings_are_fixed_once_anyone_is_assigned(owner_api):
-    client, task, _ = owner_api
-    url = f"/api/tasks/{task.slug}/arms/assignment/"
-    assert client.patch(url, {"seed": 42, "assignment": "random"}, format="json").data["seed"] == 42
-    bad = client.patch(url, {"assignment": "alphabetical"}, format="json")
-    assert bad.status_code == 400 and "assignment" in bad.json()["errors"]
+    """study.arms.update_settings: what the study's settings (the study console and its API) call."""
+    from dynabench_site.errors import Conflict, InvalidInput
+
+    _, task, _ = owner_api
+    assert arms.update_settings(task, {"seed": 42, "assignment": "random"}).seed == 42
+    with pytest.raises(InvalidInput) as bad:
+        arms.update_settings(task, {"assignment": "alphabetical"})
+    assert bad.value.field == "assignment"
     user, = people(1, prefix="s")
     arms.assign(task, user)
-    late = client.patch(url, {"seed": 43}, format="json")
-    assert late.status_code == 409 and "fixed" in late.json()["detail"]
+    with pytest.raises(Conflict, match="fixed"):
+        arms.update_settings(task, {"seed": 43})
+    assert arms.update_settings(task, {"seed": 42}).seed == 42  # unchanged: never refused
 
 
 def test_a_participant_learns_what_their_page_does_not_their_arm(owner_api):
@@ -269,22 +273,20 @@ def test_a_participant_learns_what_their_page_does_not_their_arm(owner_api):
 def test_the_owner_pages_add_change_and_refuse(owner_api, client):
     _, task, (a, _) = owner_api
     client.force_login(task.owners.get())
-    page = client.get(f"/tasks/{task.slug}/arms/")
+    page = client.get(f"/tasks/{task.slug}/console/study/arms/")
     assert page.status_code == 200 and b"arm0" in page.content
-    added = client.post(f"/tasks/{task.slug}/arms/add/", {"key": "helper-off", "name": "No assistant",
+    added = client.post(f"/tasks/{task.slug}/console/study/arms/add/", {"key": "helper-off", "name": "No assistant",
                                                           "model_in_loop": "on", "weight": "1", "active": "on"})
     assert added.status_code == 302
     arm = Arm.objects.get(task=task, key="helper-off")
     assert arm.assistant is False and arm.model_in_loop is True
-    refused = client.post(f"/tasks/{task.slug}/arms/add/", {"key": "helper-off", "name": "Again"}, follow=True)
+    refused = client.post(f"/tasks/{task.slug}/console/study/arms/add/", {"key": "helper-off", "name": "Again"}, follow=True)
     assert b"already has an arm" in refused.content
-    edit = client.get(f"/tasks/{task.slug}/arms/{arm.pk}/")
+    edit = client.get(f"/tasks/{task.slug}/console/study/arms/{arm.pk}/")
     assert edit.status_code == 200
-    saved = client.post(f"/tasks/{task.slug}/arms/{arm.pk}/", {"name": "Renamed", "weight": "3", "active": "on"})
+    saved = client.post(f"/tasks/{task.slug}/console/study/arms/{arm.pk}/", {"name": "Renamed", "weight": "3", "active": "on"})
     assert saved.status_code == 302
     arm.refresh_from_db()
     assert (arm.name, arm.weight, arm.assistant, arm.model_in_loop) == ("Renamed", 3, False, False)
-    assert client.post(f"/tasks/{task.slug}/arms/{arm.pk}/delete/").status_code == 302
+    assert client.post(f"/tasks/{task.slug}/console/study/arms/{arm.pk}/delete/").status_code == 302
     assert not Arm.objects.filter(pk=arm.pk).exists()
-    settings_saved = client.post(f"/tasks/{task.slug}/arms/assignment/", {"seed": "5", "assignment": "random"})
-    assert settings_saved.status_code == 302 and Study.objects.get(task=task).assignment == "random"
