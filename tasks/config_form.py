@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 from pydantic import ValidationError as PydanticError
 
 from dynabench_site.text import validate_text
@@ -23,42 +24,42 @@ from tasks.models import Task
 
 # Headings and help for the settings people meet first; anything else gets its schema title and description.
 GROUPS = {
-    "": ("Writing", "What writers see and may send."),
-    "validation": ("Validation", "How many people check each example before it counts."),
-    "splits": ("Dataset splits", "How verified examples are shared between train, dev and test (ratios add up to 1)."),
-    "dataset": ("Dataset card", "What the published datasets say about themselves."),
-    "dynascore": ("Dynascore weights", "How the leaderboard weighs each measure."),
-    "crowd": ("Crowd", "Who qualifies, and how validators are checked (docs/crowd.md)."),
-    "crowd.pay": ("Pay", "The rates of the pay report."),
+    "": (_("Writing"), _("What writers see and may send.")),
+    "validation": (_("Validation"), _("How many people check each example before it counts.")),
+    "splits": (_("Dataset splits"), _("How verified examples are shared between train, dev and test (ratios add up to 1).")),
+    "dataset": (_("Dataset card"), _("What the published datasets say about themselves.")),
+    "dynascore": (_("Dynascore weights"), _("How the leaderboard weighs each measure.")),
+    "crowd": (_("Crowd"), _("Who qualifies, and how validators are checked (docs/crowd.md).")),
+    "crowd.pay": (_("Pay"), _("The rates of the pay report.")),
 }
 HELP = {
-    "instructions": "A short summary in Markdown, shown on the task page and above the write, validate and expert pages; "
-                    "the full guidelines have their own page.",
-    "labels": "One label per line.",
-    "context_fields": "The fields of a context writers see, one per line (lower-case names).",
-    "input_fields": "The fields a writer fills in, one per line (lower-case names).",
-    "max_input_chars": "The longest text a writer may send in one field.",
-    "sampling": "Which context a writer gets next.",
-    "submission_rate": "Submissions per writer, e.g. 30/min.",
-    "explanation_method": "How the verdict's word map is made: occlusion (the drop in the models' confidence when a "
-                          "word is removed, over all models) or a gradient method (faster on long passages, less faithful).",
-    "f1_threshold": "The model is fooled when its answer overlaps the writer's with a word-level F1 below this.",
-    "max_answer_chars": "The longest answer span a writer may highlight.",
-    "validation.scope": "Validate only the examples that fooled the model, or every example.",
-    "validation.mode": "A fixed quorum, or fewer votes when the first ones agree.",
-    "validation.quorum": "Votes needed to decide an example.",
-    "validation.adaptive_min": "Agreeing votes that decide an example at once (adaptive mode).",
-    "validation.lease_seconds": "How long an example stays reserved for the validator who got it.",
-    "validation.continue_after_close": "Keep validating a round's examples after it closes.",
-    "validation.guidance": "How validators judge an example (Markdown), shown on the validate and expert pages and the "
-                           "validator quiz. Empty: a default wording for the task's kind.",
-    "splits.seed": "Changes which examples fall in which split (stored splits never move).",
-    "crowd.writers_need_quiz": "Writers must pass the writer quiz on this task.",
-    "crowd.validators_need_quiz": "Every validator must pass the validator quiz (new sign-ups always do).",
-    "crowd.gold_rate": "The share of served items that are gold (0 to 1).",
-    "crowd.gold_min_answers": "Gold answers before a validator's accuracy counts.",
-    "crowd.gold_min_accuracy": "The accuracy a validator keeps to stay in the queue (0 to 1).",
-    "crowd.same_ip_rule": "Also link accounts by sign-up address (turn off for a crowd behind one address).",
+    "instructions": _("A short summary in Markdown, shown on the task page and above the write, validate and expert pages; "
+                    "the full guidelines have their own page."),
+    "labels": _("One label per line."),
+    "context_fields": _("The fields of a context writers see, one per line (lower-case names)."),
+    "input_fields": _("The fields a writer fills in, one per line (lower-case names)."),
+    "max_input_chars": _("The longest text a writer may send in one field."),
+    "sampling": _("Which context a writer gets next."),
+    "submission_rate": _("Submissions per writer, e.g. 30/min."),
+    "explanation_method": _("How the verdict's word map is made: occlusion (the drop in the models' confidence when a "
+                          "word is removed, over all models) or a gradient method (faster on long passages, less faithful)."),
+    "f1_threshold": _("The model is fooled when its answer overlaps the writer's with a word-level F1 below this."),
+    "max_answer_chars": _("The longest answer span a writer may highlight."),
+    "validation.scope": _("Validate only the examples that fooled the model, or every example."),
+    "validation.mode": _("A fixed quorum, or fewer votes when the first ones agree."),
+    "validation.quorum": _("Votes needed to decide an example."),
+    "validation.adaptive_min": _("Agreeing votes that decide an example at once (adaptive mode)."),
+    "validation.lease_seconds": _("How long an example stays reserved for the validator who got it."),
+    "validation.continue_after_close": _("Keep validating a round's examples after it closes."),
+    "validation.guidance": _("How validators judge an example (Markdown), shown on the validate and expert pages and the "
+                           "validator quiz. Empty: a default wording for the task's kind."),
+    "splits.seed": _("Changes which examples fall in which split (stored splits never move)."),
+    "crowd.writers_need_quiz": _("Writers must pass the writer quiz on this task."),
+    "crowd.validators_need_quiz": _("Every validator must pass the validator quiz (new sign-ups always do)."),
+    "crowd.gold_rate": _("The share of served items that are gold (0 to 1)."),
+    "crowd.gold_min_answers": _("Gold answers before a validator's accuracy counts."),
+    "crowd.gold_min_accuracy": _("The accuracy a validator keeps to stay in the queue (0 to 1)."),
+    "crowd.same_ip_rule": _("Also link accounts by sign-up address (turn off for a crowd behind one address)."),
 }
 WIDE = {"instructions", "dataset.intended_use", "validation.guidance"}
 NAME_SEPARATOR = "__"  # form field names: "validation__quorum" (a valid HTML id and CSS selector)
@@ -157,7 +158,7 @@ def _set(config: dict[str, Any], path: str, value: Any) -> None:
 class ConfigForm(forms.Form):
     """The task's name and every simple setting of its kind, grouped; validated by the kind on save."""
 
-    name = forms.CharField(max_length=200, label="Task name", validators=[validate_text])
+    name = forms.CharField(max_length=200, label=_("Task name"), validators=[validate_text])
 
     def __init__(self, data=None, *args, task: Task, **kwargs):
         self.task = task
@@ -208,7 +209,7 @@ class ConfigForm(forms.Form):
             if name in self.fields:
                 self.add_error(name, message)
             else:
-                title = GROUPS.get(path, (_label(path),))[0] if path else "Settings"
+                title = GROUPS.get(path, (_label(path),))[0] if path else _("Settings")
                 self.add_error(None, f"{title}: {message}")
 
     def error_list(self) -> list[dict[str, str]]:

@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
+from django.utils.translation import gettext_lazy as _
 from pydantic import ValidationError as PydanticError
 
 from dynabench_site.parsers import loads_bounded
@@ -69,13 +70,14 @@ def validated_config(kind: str, raw: dict[str, Any], task: Task | None = None) -
 
 
 class TaskCreateForm(forms.Form):
-    slug = forms.SlugField(max_length=64, help_text="the task's address: letters, digits, - and _")
-    name = forms.CharField(max_length=200, validators=[validate_text])
-    kind = forms.ChoiceField(choices=kind_choices, help_text="the preset: its defaults fill what the configuration leaves out")
-    visibility = forms.ChoiceField(choices=Task.Visibility.choices, initial=Task.Visibility.PUBLIC)
+    slug = forms.SlugField(max_length=64, label=_("Slug"), help_text=_("the task's address: letters, digits, - and _"))
+    name = forms.CharField(max_length=200, validators=[validate_text], label=_("Name"))
+    kind = forms.ChoiceField(choices=kind_choices, label=_("Kind"),
+                             help_text=_("the preset: its defaults fill what the configuration leaves out"))
+    visibility = forms.ChoiceField(choices=Task.Visibility.choices, initial=Task.Visibility.PUBLIC, label=_("Visibility"))
     config = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 12, "spellcheck": "false"}),
-                             label="Configuration (JSON, optional)",
-                             help_text="overrides of the kind's preset, e.g. {\"labels\": [...], \"instructions\": \"...\"}")
+                             label=_("Configuration (JSON, optional)"),
+                             help_text=_("overrides of the kind's preset, e.g. {\"labels\": [...], \"instructions\": \"...\"}"))
 
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]
@@ -95,12 +97,13 @@ class TaskCreateForm(forms.Form):
 
 
 class SettingsForm(forms.Form):
-    name = forms.CharField(max_length=200, validators=[validate_text])
+    name = forms.CharField(max_length=200, validators=[validate_text], label=_("Name"))
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}), validators=[validate_text],
-                                   help_text="a short summary shown on the task page and above the write, validate and expert pages "
-                                             "(Markdown); the full guidelines have their own page")
+                                   label=_("Instructions"),
+                                   help_text=_("a short summary shown on the task page and above the write, validate and "
+                                               "expert pages (Markdown); the full guidelines have their own page"))
     config = forms.CharField(widget=forms.Textarea(attrs={"rows": 16, "spellcheck": "false"}),
-                             label="Settings (JSON)", help_text="every other setting of the task, checked by its kind")
+                             label=_("Settings (JSON)"), help_text=_("every other setting of the task, checked by its kind"))
 
     def __init__(self, data=None, *args, task: Task, **kwargs):
         self.task = task
@@ -124,20 +127,23 @@ class SettingsForm(forms.Form):
 
 class GuidelinesForm(forms.Form):
     text = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 24}), label="Guidelines (Markdown)", validators=[validate_text],
-        help_text="what a good example is, with worked examples; saving a change publishes a new version, "
-                  "which every writer and validator acknowledges before they continue",
+        widget=forms.Textarea(attrs={"rows": 24}), label=_("Guidelines (Markdown)"), validators=[validate_text],
+        help_text=_("what a good example is, with worked examples; saving a change publishes a new version, "
+                    "which every writer and validator acknowledges before they continue"),
     )
 
 
 class ImportForm(forms.Form):
-    TARGETS = [("contexts", "Contexts (what writers see)"), ("pool", "Seed pool (labelled, train)"),
-               ("eval", "Evaluation data (labelled, dev or test)")]
+    TARGETS = [("contexts", _("Contexts (what writers see)")), ("pool", _("Seed pool (labelled, train)")),
+               ("eval", _("Evaluation data (labelled, dev or test)"))]
 
-    file = forms.FileField(label="JSONL file", help_text="one JSON object per line")
-    target = forms.ChoiceField(choices=TARGETS)
-    collection = forms.SlugField(max_length=100, initial="base", help_text="names the imported set, e.g. base or sst2")
-    split = forms.ChoiceField(choices=LabeledItem.Split.choices, initial=LabeledItem.Split.TRAIN,
-                              help_text="for labelled data: train (the pool) or a test set")
-    preset = forms.ChoiceField(required=False, choices=[("", "none: the task's own field names")] + [(p, p) for p in PRESETS])
-    skip_errors = forms.BooleanField(required=False, help_text="import the good rows and report the bad ones")
+    file = forms.FileField(label=_("JSONL file"), help_text=_("one JSON object per line"))
+    target = forms.ChoiceField(choices=TARGETS, label=_("Target"))
+    collection = forms.SlugField(max_length=100, initial="base", label=_("Collection"),
+                                 help_text=_("names the imported set, e.g. base or sst2"))
+    split = forms.ChoiceField(choices=LabeledItem.Split.choices, initial=LabeledItem.Split.TRAIN, label=_("Split"),
+                              help_text=_("for labelled data: train (the pool) or a test set"))
+    preset = forms.ChoiceField(required=False, label=_("Preset"),
+                               choices=[("", _("none: the task's own field names"))] + [(p, p) for p in PRESETS])
+    skip_errors = forms.BooleanField(required=False, label=_("Skip errors"),
+                                     help_text=_("import the good rows and report the bad ones"))

@@ -12,6 +12,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from accounts import services as accounts
@@ -91,7 +92,7 @@ def acknowledge_guidelines(request, slug: str):
     task = task_for(request, slug)
     version = request.POST.get("version", "")
     guidelines.acknowledge(request.user, task, whole_number(version, "version") or 0)
-    messages.success(request, "Thank you: you have read the current guidelines.")
+    messages.success(request, _("Thank you: you have read the current guidelines."))
     target = back_url(request, None)
     return redirect(target) if target else redirect("task-detail", slug=slug)
 
@@ -104,8 +105,9 @@ def guidelines_edit(request, slug: str):
     if request.method == "POST" and form.is_valid():
         saved = guidelines.publish(task, form.cleaned_data["text"], by=request.user)
         changed = latest is None or saved.version != latest.version
-        messages.success(request, f"Guidelines version {saved.version} published; workers acknowledge it before "
-                         "they continue." if changed else "Nothing changed: the guidelines stay as they were.")
+        messages.success(request, _("Guidelines version %(version)s published; workers acknowledge it before "
+                                   "they continue.") % {"version": saved.version} if changed
+                     else _("Nothing changed: the guidelines stay as they were."))
         return redirect("tasks-guidelines-edit", slug=task.slug)
     versions = task.guidelines.select_related("created_by")
     return render(request, "tasks/guidelines_edit.html", {"task": task, "form": form, "versions": versions},
@@ -124,7 +126,7 @@ def task_create(request):
         data = form.cleaned_data
         task = create_task(slug=data["slug"], name=data["name"], kind=data["kind"], config=data["config"],
                            owners=[request.user], visibility=data["visibility"])
-        messages.success(request, f"Task {task.name} created. Import its data, then open round 1.")
+        messages.success(request, _("Task %(name)s created. Import its data, then open round 1.") % {"name": task.name})
         return redirect("rounds-task-console", slug=task.slug)
     presets = {name: kind.default_config() for name, kind in KINDS.items()}
     return render(request, "tasks/task_create.html", {"form": form, "presets": presets},
@@ -144,7 +146,7 @@ def task_settings(request, slug: str):
     if posted is not None and bound.is_valid():
         task.name, task.config = bound.cleaned_data["name"], bound.cleaned_data["config"]
         task.save()
-        messages.success(request, "Settings saved.")
+        messages.success(request, _("Settings saved."))
         return redirect("tasks-settings", slug=task.slug)
     context = {"task": task, "form": form, "json_form": json_form, "advanced": advanced,
                "errors": json_errors(json_form) if advanced else form.error_list()}
