@@ -10,6 +10,7 @@ from django.db.models import BooleanField, Case, Exists, F, OuterRef, Prefetch, 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
@@ -92,7 +93,7 @@ def resolve(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     verdict = request.POST.get("verdict")
     label = form_label(task, example, request.POST.get("label", "")) if verdict == "incorrect" else None
     result = services.submit_vote(request.user, example, verdict, label, request.POST.get("reason"))
-    messages.success(request, f"Example {pk} is now {result.decision.state}.")
+    messages.success(request, _("Example %(id)s is now %(state)s.") % {"id": pk, "state": result.decision.state})
     return redirect(reverse("validation-expert", args=[slug]) + _query(request.POST.get("next", "")))
 
 

@@ -2,6 +2,8 @@
 // API calls go through api.js; the queue's address comes from the page (data-next-url), each vote's from its item.
 (() => {
   "use strict";
+  const gettext = window.gettext || ((text) => text);  // the /jsi18n/ catalogue (base.html)
+  const fmt = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, key) => String(values[key]));
   const app = document.getElementById("validate-app");
   if (!app) return;
   const api = window.dynabench.api;
@@ -27,7 +29,7 @@
 
   function modelVerdict(model) {
     const predicted = model.prediction ? text(model.prediction.label ?? model.prediction) : "—";
-    const fooled = model.fooled === true ? "fooled" : model.fooled === false ? "not fooled" : "not scored";
+    const fooled = model.fooled === true ? gettext("fooled") : model.fooled === false ? gettext("not fooled") : gettext("not scored");
     return `${predicted} (${fooled})`;
   }
 
@@ -35,7 +37,7 @@
     state.item = item;
     setMode("idle");
     $("item-id").textContent = `#${item.id}`;
-    $("item-round").textContent = `Round ${item.round}`;
+    $("item-round").textContent = fmt(gettext("Round %(round)s"), { round: item.round });
     $("item-context").replaceChildren(...Object.entries(item.context).map(([k, v]) => field(k, v, "context-text")));
     $("item-input").replaceChildren(...Object.entries(item.input).map(([k, v]) => field(k, v, "")));
     $("writer-label").textContent = text(item.writer_label);
@@ -68,12 +70,12 @@
     $("item").hidden = true;
     $("status").hidden = false;
     $("status").dataset.reason = body.reason || "";
-    $("status").textContent = body.detail || "Nothing to validate right now.";
+    $("status").textContent = body.detail || gettext("Nothing to validate right now.");
   }
 
   async function next() {
     const { ok, data } = await api.post(app.dataset.nextUrl); // a POST: it leases the item
-    if (!ok) return empty({ detail: api.errorText(data, "Could not load the next example.") });
+    if (!ok) return empty({ detail: api.errorText(data, gettext("Could not load the next example.")) });
     return data.item ? show(data.item) : empty(data);
   }
 
@@ -113,13 +115,13 @@
       } else if (status === 409 && data && data.code === "guidelines") {
         // unread guidelines: confirmed here, in place; the example stays for the vote
         gate.refusal($("vote-error"), data, () => {
-          $("vote-error").textContent = "Thank you. Now cast your vote again.";
+          $("vote-error").textContent = gettext("Thank you. Now cast your vote again.");
           $("vote-correct").focus();
         });
       } else if (status === 409) {
         await next(); // decided or held by others meanwhile: move on
       } else {
-        api.showError($("vote-error"), data, `Not saved (${status}).`);
+        api.showError($("vote-error"), data, fmt(gettext("Not saved (%(status)s)."), { status }));
       }
     } finally {
       state.busy = false;
@@ -134,7 +136,7 @@
       if (event.key !== "Enter") return;
       event.preventDefault();
       const value = event.target.value.trim();
-      if (!value) { $("vote-error").textContent = "Type something first, or press Esc."; return; }
+      if (!value) { $("vote-error").textContent = gettext("Type something first, or press Esc."); return; }
       if (state.mode === "reason") vote("flagged", undefined, value);
       else if (state.mode === "label") vote("incorrect", answerLabel(value));
       return;
