@@ -13,6 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
 
 from dynabench_site import bodylimit
 from dynabench_site.pages import throttled_page
@@ -66,10 +67,11 @@ def upload(request, slug: str):
                                   exc.retry_after or 60)
         else:
             if done.status == PredictionUpload.Status.REJECTED:
-                messages.error(request, f"No line of {done.filename or 'the file'} could be used: the report below "
-                                        "says why, line by line.")
+                messages.error(request, _("No line of %(file)s could be used: the report below says why, line by "
+                                          "line.") % {"file": done.filename or _("the file")})
                 return redirect("rounds-predictions-detail", pk=done.pk)
-            messages.success(request, f"{done.name}: {done.accepted} of {done.rows} lines accepted and scored.")
+            messages.success(request, _("%(name)s: %(accepted)s of %(rows)s lines accepted and scored.")
+                             % {"name": done.name, "accepted": done.accepted, "rows": done.rows})
             return redirect("rounds-predictions-detail", pk=done.pk)
     return render(request, template, upload_context(request, task, form, errors),
                   status=400 if errors or form.errors else 200)

@@ -14,6 +14,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation.models import Example
@@ -113,9 +114,10 @@ def job_action(request, pk: int, action: str):
     act = {"retry": services.retry_pipeline, "abandon": services.abandon_pipeline,
            "approve": services.approve_pipeline, "discard": services.discard_pipeline}[action]
     act(run, request.user)
-    done = {"retry": "queued again", "abandon": "abandoned", "approve": "approved: the new ensemble will be deployed",
-            "discard": "discarded: the next round keeps the live ensemble"}[action]
-    messages.success(request, f"Pipeline #{run.pk} {done}.")
+    done = {"retry": _("Pipeline #%(id)s queued again."), "abandon": _("Pipeline #%(id)s abandoned."),
+            "approve": _("Pipeline #%(id)s approved: the new ensemble will be deployed."),
+            "discard": _("Pipeline #%(id)s discarded: the next round keeps the live ensemble.")}[action]
+    messages.success(request, done % {"id": run.pk})
     return redirect("rounds-job", pk=run.pk)
 
 
@@ -128,7 +130,8 @@ def upload_action(request, pk: int, action: str):
         raise PermissionDenied("Only the task's owners and admins may retry or abandon a model's evaluation.")
     act = uploads.retry_evaluation if action == "retry" else uploads.abandon_evaluation
     act(upload, request.user)
-    messages.success(request, f"{upload.name}: evaluation {'queued again' if action == 'retry' else 'abandoned'}.")
+    done = _("%(name)s: evaluation queued again.") if action == "retry" else _("%(name)s: evaluation abandoned.")
+    messages.success(request, done % {"name": upload.name})
     return redirect(back_url(request, reverse("rounds-console-rounds", args=[upload.task.slug])))
 
 
@@ -153,7 +156,7 @@ def leaderboard_page(request, slug: str):
         if form.is_valid():
             task.config = {**task.config, "dynascore": form.cleaned_data}
             task.save()
-            messages.success(request, "Dynascore weights saved.")
+            messages.success(request, _("Dynascore weights saved."))
             return redirect("rounds-leaderboard", slug=task.slug)
     weight_errors: dict[str, str] = {}
     try:
@@ -188,8 +191,8 @@ def dashboard_page(request, slug: str):
 def model_upload(request, slug: str):
     task = task_for(request, slug, roles.RESEARCHER)
     if task.kind_impl.generative:
-        messages.info(request, "A chat task's models are the language models in its settings: uploaded encoder models "
-                               "have nothing to answer here. Its targets are ranked in the arena.")
+        messages.info(request, _("A chat task's models are the language models in its settings: uploaded encoder models "
+                                 "have nothing to answer here. Its targets are ranked in the arena."))
         return arena_instead(task)
     form = UploadForm(request.POST or None)
     errors: list[str] = []
@@ -202,7 +205,8 @@ def model_upload(request, slug: str):
         except uploads.UploadRefused as exc:  # not a bare translation: the form lists every problem
             errors = exc.errors
         else:
-            messages.success(request, f"{upload.name} was accepted; it is being evaluated on every test set.")
+            messages.success(request, _("%(name)s was accepted; it is being evaluated on every test set.")
+                             % {"name": upload.name})
             return redirect("rounds-leaderboard", slug=task.slug)
     return render(request, "rounds/model_upload.html", upload_context(request, task, form, errors),
                   status=400 if errors or form.errors else 200)
@@ -233,11 +237,12 @@ def upload_retrain_from(request, pk: int):
     was = uploads.trains_from(upload.task) == upload.pk
     uploads.retrain_from(upload, request.user, on)
     if on:
-        messages.success(request, f"The next round's models are trained from {upload.name} (its weights; a new head "
-                                  f"for this task's labels).")
+        messages.success(request, _("The next round's models are trained from %(name)s (its weights; a new head "
+                                    "for this task's labels).") % {"name": upload.name})
     elif was:
-        messages.success(request, f"The next round's models are no longer trained from {upload.name}: they start "
-                                  f"from the site's default encoder again.")
+        messages.success(request, _("The next round's models are no longer trained from %(name)s: they start "
+                                    "from the site's default encoder again.") % {"name": upload.name})
     else:
-        messages.info(request, f"The next round was not training from {upload.name}; nothing changed.")
+        messages.info(request, _("The next round was not training from %(name)s; nothing changed.")
+                      % {"name": upload.name})
     return redirect(back_url(request, reverse("rounds-leaderboard", args=[upload.task.slug])))

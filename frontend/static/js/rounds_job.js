@@ -2,6 +2,8 @@
 // The job's API address comes from the page (data-job-url on #job-steps); calls go through api.js.
 (function () {
   "use strict";
+  const gettext = window.gettext || ((text) => text);  // the /jsi18n/ catalogue (base.html)
+  const fmt = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, key) => String(values[key]));
   const api = window.dynabench.api;
   const $ = (sel, root) => (root || document).querySelector(sel);
   const steps = $("#job-steps");
@@ -33,13 +35,13 @@
     const section = document.createElement("section");
     section.id = "job-comparison";
     const h2 = document.createElement("h2");
-    h2.textContent = "Before and after: " + table.metric + " of the live ensemble (round " + table.live_round +
-      ") and the new one (round " + table.new_round + ")";
+    h2.textContent = fmt(gettext("Before and after: %(metric)s of the live ensemble (round %(live)s) and the new one (round %(new)s)"),
+      { metric: table.metric, live: table.live_round, new: table.new_round });
     const t = document.createElement("table");
     t.className = "grid";
     t.id = "comparison-table";
     const head = t.createTHead().insertRow();
-    ["Test set", "Examples", "Live", "New", "Difference (points)"].forEach((name) => {
+    [gettext("Test set"), gettext("Examples"), gettext("Live"), gettext("New"), gettext("Difference (points)")].forEach((name) => {
       const th = document.createElement("th");
       th.textContent = name;
       head.appendChild(th);
@@ -48,7 +50,7 @@
     table.rows.forEach((r) => {
       const tr = body.insertRow();
       if ((table.worse || []).includes(r.label)) tr.className = "bad";
-      [r.small ? r.label + " (small set: decides nothing)" : r.label, String(r.size), pct(r.live), pct(r.new), r.delta == null ? "–" : r.delta.toFixed(1)].forEach((v) => {
+      [r.small ? r.label + " (" + gettext("small set: decides nothing") + ")" : r.label, String(r.size), pct(r.live), pct(r.new), r.delta == null ? "–" : r.delta.toFixed(1)].forEach((v) => {
         tr.insertCell().textContent = v;
       });
     });

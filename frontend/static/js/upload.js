@@ -3,6 +3,8 @@
 // form with its errors, then replaces this one.
 (function () {
   "use strict";
+  const gettext = window.gettext || ((text) => text);  // the /jsi18n/ catalogue (base.html)
+  const fmt = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, key) => String(values[key]));
   const form = document.getElementById("upload-form");
   const box = document.getElementById("upload-progress");
   if (!form || !box || !window.XMLHttpRequest || !window.FormData) return;
@@ -14,8 +16,8 @@
     const share = total ? loaded / total : 0;
     bar.style.width = `${(100 * share).toFixed(1)}%`;
     box.setAttribute("aria-valuenow", String(Math.round(100 * share)));
-    label.textContent = share < 1 ? `Uploading: ${mb(loaded)} of ${mb(total)} MB (${Math.round(100 * share)}%)`
-      : "Uploaded; checking the files…";
+    label.textContent = share < 1 ? fmt(gettext("Uploading: %(loaded)s of %(total)s MB (%(percent)s)"), { loaded: mb(loaded), total: mb(total), percent: `${Math.round(100 * share)}%` })
+      : gettext("Uploaded; checking the files…");
   }
 
   function replacePage(xhr) {
@@ -33,7 +35,7 @@
     xhr.upload.addEventListener("progress", (e) => show(e.loaded, e.lengthComputable ? e.total : 0));
     xhr.addEventListener("load", () => replacePage(xhr));
     xhr.addEventListener("error", () => {
-      label.textContent = "The upload failed (the connection broke). Try again.";
+      label.textContent = gettext("The upload failed (the connection broke). Try again.");
       form.querySelector("button[type=submit]").disabled = false;
     });
     form.querySelector("button[type=submit]").disabled = true;
