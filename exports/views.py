@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from dynabench_site.pages import back_url, returns_to
@@ -36,12 +37,15 @@ def publish(request, slug: str, number: int):
     audience = request.POST.get("audience", DatasetSnapshot.Audience.RESEARCHERS)
     snapshot, created = services.publish_snapshot(round, request.user, audience=audience)
     counts = snapshot.counts
-    rows = (f"{snapshot.rows} rows (train {counts.get('train', 0)}, dev {counts.get('dev', 0)}, "
-            f"test {counts.get('test', 0)}), {snapshot.validated_rows} validated")
+    rows = _("%(rows)s rows (train %(train)s, dev %(dev)s, test %(test)s), %(validated)s validated") % {
+        "rows": snapshot.rows, "train": counts.get("train", 0), "dev": counts.get("dev", 0),
+        "test": counts.get("test", 0), "validated": snapshot.validated_rows}
     if created:
         warnings = services.publish_warnings(round, services.splits.publish_preview(round))
-        messages.success(request, f"Published round {round.number} as version {snapshot.version}: {rows}."
+        messages.success(request, _("Published round %(round)s as version %(version)s: %(rows)s.")
+                         % {"round": round.number, "version": snapshot.version, "rows": rows}
                          + "".join(f" {w}" for w in warnings))
     else:
-        messages.info(request, f"Nothing changed since version {snapshot.version}; no new version was made.")
+        messages.info(request, _("Nothing changed since version %(version)s; no new version was made.")
+                      % {"version": snapshot.version})
     return redirect(back_url(request, reverse("task-detail", args=[slug]) + "#downloads"))
