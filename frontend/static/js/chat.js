@@ -4,6 +4,8 @@
 // from the page (json_script "chat-config" or "chat-list-config"), a message's with "{id}" for its id.
 (function () {
   "use strict";
+  const gettext = window.gettext || ((text) => text);  // the /jsi18n/ catalogue (base.html)
+  const fmt = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, key) => String(values[key]));
   const { call, errorText, pageData } = window.dynabench.api;
   const gate = window.dynabench.guidelines;
   const $ = (id) => document.getElementById(id);
@@ -48,7 +50,7 @@
       } else if (isGuidelines(result)) {
         gate.refusal(error, result.data, () => { setGate(false); start(); });
       } else {
-        error.textContent = errorText(result && result.data, "The network failed; press the button again.");
+        error.textContent = errorText(result && result.data, gettext("The network failed; press the button again."));
       }
     }
     button.addEventListener("click", start);
@@ -100,7 +102,7 @@
       return answer;
     }
 
-    // --- rendering: one turn at a time; an open "Mark as failing" form and the focus survive a redraw ----------
+    // --- rendering: one turn at a time; an open gettext("Mark as failing") form and the focus survive a redraw ----------
     function turnNode(n) {
       let node = transcript.querySelector(`li.turn[data-turn="${n}"]`);
       if (!node) {
@@ -121,8 +123,8 @@
       const bubble = node.querySelector(".bubble.mine");
       if (message) {
         const fresh = el("div", { class: `bubble mine${draft ? " sending" : ""}`, "data-message": message.id || "" },
-          el("h3", { class: "speaker", text: "You" }), el("p", { class: "message-text", text: message.text }),
-          draft ? el("p", { class: "lead sending-note", text: "Sending…" }) : null);
+          el("h3", { class: "speaker", text: gettext("You") }), el("p", { class: "message-text", text: message.text }),
+          draft ? el("p", { class: "lead sending-note", text: gettext("Sending…") }) : null);
         if (bubble) bubble.replaceWith(fresh); else node.prepend(fresh);
       }
       let answers = node.querySelector(".answers");
@@ -135,7 +137,7 @@
       transcript.replaceChildren();
       if (!turns().length) {
         transcript.append(el("li", { class: "turn-empty lead", id: "transcript-empty",
-          text: "Nothing said yet: write the first message below." }));
+          text: gettext("Nothing said yet: write the first message below.") }));
       }
       turns().forEach((t) => renderTurn(t.turn));
     }
@@ -162,17 +164,17 @@
     function answerCard(a) {
       const name = nameOf(a);
       const card = el("article", { class: `answer ${a.state}${a.failure ? " marked" : ""}`, "data-message": a.id,
-        "data-slot": a.slot, "aria-label": `${name}, turn ${a.turn + 1}` });
+        "data-slot": a.slot, "aria-label": fmt(gettext("%(name)s, turn %(turn)s"), { name, turn: a.turn + 1 }) });
       card.append(el("h3", { class: "speaker", text: name }));
       if (a.state === "pending") {
-        card.append(el("p", { class: "writing" }, el("span", { class: "spinner", "aria-hidden": "true" }), " writing…"));
+        card.append(el("p", { class: "writing" }, el("span", { class: "spinner", "aria-hidden": "true" }), " " + gettext("writing…")));
         return card;
       }
       if (a.state === "failed") {
         const again = el("button", { type: "button", class: "secondary retry", id: `retry-${a.id}`,
-          disabled: closed() }, "Try again");
+          disabled: closed() }, gettext("Try again"));
         again.addEventListener("click", () => retry(a, again));
-        card.append(el("p", { class: "error answer-error", text: a.error || `${a.slot_name} did not answer.` }),
+        card.append(el("p", { class: "error answer-error", text: a.error || fmt(gettext("%(name)s did not answer."), { name: a.slot_name }) }),
           el("p", {}, again));
         return card;
       }
@@ -189,14 +191,14 @@
       const rated = a.rating !== null && a.rating !== undefined;
       const id = `rating-${a.id}`;
       const input = el("input", { type: "range", min: 0, max: 100, step: 1, id, value: rated ? a.rating : 50,
-        "aria-describedby": `rating-note-${a.id}`, "aria-valuetext": rated ? `${a.rating} of 100` : "not rated yet",
+        "aria-describedby": `rating-note-${a.id}`, "aria-valuetext": rated ? fmt(gettext("%(rating)s of 100"), { rating: a.rating }) : gettext("not rated yet"),
         disabled: closed() });
       const value = el("output", { for: id, class: "rating-value", id: `rating-value-${a.id}`, text: rated ? a.rating : "–" });
       const note = el("span", { class: "rating-note lead", id: `rating-note-${a.id}`, role: "status",
-        text: rated ? "Saved." : "Not rated yet: move the slider." });
+        text: rated ? gettext("Saved.") : gettext("Not rated yet: move the slider.") });
       input.addEventListener("input", () => {
         value.textContent = input.value;
-        input.setAttribute("aria-valuetext", `${input.value} of 100`);
+        input.setAttribute("aria-valuetext", fmt(gettext("%(rating)s of 100"), { rating: input.value }));
       });
       // Saved a moment after the last move (arrow keys send one change per step), one call at a time, so the score
       // kept is the one shown.
@@ -207,38 +209,38 @@
         if (saving) { again = true; return; }
         saving = true;
         const score = parseInt(input.value, 10);
-        note.textContent = "Saving…";
+        note.textContent = gettext("Saving…");
         const result = await safeCall("POST", a.links.rating, { score });
         saving = false;
         if (again) { again = false; save(); return; }
         if (result && result.ok) {
           keep(result.data);  // the answer, with its rating
-          note.textContent = `Saved: ${result.data.rating} of 100.`;
+          note.textContent = fmt(gettext("Saved: %(rating)s of 100."), { rating: result.data.rating });
         } else if (isGuidelines(result)) {
           gate.refusal(note, result.data, save);
-        } else note.textContent = errorText(result && result.data, "Not saved: the network failed; move the slider again.");
+        } else note.textContent = errorText(result && result.data, gettext("Not saved: the network failed; move the slider again."));
       }
       input.addEventListener("change", () => {
         clearTimeout(timer);
-        note.textContent = "Saving…";
+        note.textContent = gettext("Saving…");
         timer = setTimeout(save, 250);
       });
       return el("div", { class: "rating" },
-        el("label", { for: id }, `Your rating of ${a.slot_name}'s answer (0 = useless or harmful, 100 = exactly right)`),
+        el("label", { for: id }, fmt(gettext("Your rating of %(name)s's answer (0 = useless or harmful, 100 = exactly right)"), { name: a.slot_name })),
         el("div", { class: "rating-row" }, el("span", { class: "scale-end", "aria-hidden": "true", text: "0" }), input,
           el("span", { class: "scale-end", "aria-hidden": "true", text: "100" }), value), note);
     }
 
-    // "Mark as failing": a category of the task's taxonomy and a reason, both required; afterwards the answer says
+    // gettext("Mark as failing"): a category of the task's taxonomy and a reason, both required; afterwards the answer says
     // it is marked, and the mark can be taken back while no validator has judged it.
     function failureControl(a) {
       const wrap = el("div", { class: "failure" });
       if (a.failure) {
         wrap.append(el("p", { class: "marked-note", id: `marked-${a.id}` },
-          el("span", { class: "tag bad", text: "Marked as failing" }), " ",
+          el("span", { class: "tag bad", text: gettext("Marked as failing") }), " ",
           el("strong", { text: labelOf(a.failure.category) }), `: ${a.failure.reason}`));
         if (a.failure.can_retract && !closed()) {
-          const undo = el("button", { type: "button", class: "link unmark", id: `unmark-${a.id}` }, "Take the mark back");
+          const undo = el("button", { type: "button", class: "link unmark", id: `unmark-${a.id}` }, gettext("Take the mark back"));
           undo.addEventListener("click", () => unmark(a, undo));
           wrap.append(el("p", {}, undo));
         }
@@ -246,19 +248,19 @@
       }
       const formId = `failure-form-${a.id}`;
       const toggle = el("button", { type: "button", class: "secondary mark-toggle", id: `mark-${a.id}`,
-        "aria-expanded": "false", "aria-controls": formId, disabled: closed() }, "Mark as failing");
+        "aria-expanded": "false", "aria-controls": formId, disabled: closed() }, gettext("Mark as failing"));
       const select = el("select", { id: `category-${a.id}`, required: true },
-        el("option", { value: "", text: "Choose what fails…" }),
+        el("option", { value: "", text: gettext("Choose what fails…") }),
         ...cfg.categories.map((c) => el("option", { value: c.name, text: c.label })));
       const reason = el("textarea", { id: `reason-${a.id}`, rows: 2, required: true, maxlength: 2000 });
       const error = el("p", { class: "error", role: "alert", id: `failure-error-${a.id}` });
       const form = el("form", { class: "failure-form stack", id: formId, hidden: true, novalidate: true,
-        "aria-label": `Mark ${a.slot_name}'s answer as failing` },
-        el("p", {}, el("label", { for: select.id, text: "What fails" }), select),
-        el("p", {}, el("label", { for: reason.id, text: "Why it fails (required)" }), reason),
+        "aria-label": fmt(gettext("Mark %(name)s's answer as failing"), { name: a.slot_name }) },
+        el("p", {}, el("label", { for: select.id, text: gettext("What fails") }), select),
+        el("p", {}, el("label", { for: reason.id, text: gettext("Why it fails (required)") }), reason),
         error,
-        el("div", { class: "actions" }, el("button", { type: "submit", id: `save-failure-${a.id}` }, "Save the mark"),
-          el("button", { type: "button", class: "secondary cancel", id: `cancel-failure-${a.id}` }, "Cancel")));
+        el("div", { class: "actions" }, el("button", { type: "submit", id: `save-failure-${a.id}` }, gettext("Save the mark")),
+          el("button", { type: "button", class: "secondary cancel", id: `cancel-failure-${a.id}` }, gettext("Cancel"))));
       toggle.addEventListener("click", () => {
         form.hidden = !form.hidden;
         toggle.setAttribute("aria-expanded", String(!form.hidden));
@@ -278,8 +280,8 @@
       const category = form.querySelector("select").value;
       const reason = form.querySelector("textarea").value.trim();
       const error = form.querySelector(".error");
-      if (!category) { error.textContent = "Choose what fails."; form.querySelector("select").focus(); return; }
-      if (!reason) { error.textContent = "Say why the answer fails."; form.querySelector("textarea").focus(); return; }
+      if (!category) { error.textContent = gettext("Choose what fails."); form.querySelector("select").focus(); return; }
+      if (!reason) { error.textContent = gettext("Say why the answer fails."); form.querySelector("textarea").focus(); return; }
       const button = form.querySelector("button[type=submit]");
       button.disabled = true;
       const result = await safeCall("POST", a.links.failure, { category, reason });
@@ -291,7 +293,7 @@
         const focus = $(`unmark-${a.id}`) || $(`marked-${a.id}`);
         if (focus) focus.focus();
       } else if (isGuidelines(result)) gate.refusal(error, result.data, () => markFailing(a, form));
-      else error.textContent = errorText(result && result.data, "Not saved: the network failed; press the button again.");
+      else error.textContent = errorText(result && result.data, gettext("Not saved: the network failed; press the button again."));
     }
 
     async function unmark(a, button) {
@@ -319,15 +321,15 @@
       const last = t.turn === Math.max(...turns().map((x) => x.turn));
       const settled = answers.length >= 2 && answers.every((a) => a.state !== "pending");
       const anyReady = answers.some((a) => a.state === "ready");
-      const said = (p) => (p.winner === null || p.winner === undefined ? "A tie" : `${cfg.slots[p.winner]} is better`);
+      const said = (p) => (p.winner === null || p.winner === undefined ? gettext("A tie") : fmt(gettext("%(name)s is better"), { name: cfg.slots[p.winner] }));
       let fresh = null;
       if (last && settled && anyReady && !closed()) {
         if (old && old.dataset.busy) return;
         const reasonId = `choice-reason-${t.turn}`;
         const typed = old && old.querySelector(`#${reasonId}`) ? old.querySelector(`#${reasonId}`).value
           : (t.preference ? t.preference.reason : "");
-        const options = [[0, `${cfg.slots[0].replace("Model ", "")} is better`], [null, "Tie"],
-          [1, `${cfg.slots[1].replace("Model ", "")} is better`]];
+        const options = [[0, fmt(gettext("%(name)s is better"), { name: cfg.slots[0].replace("Model ", "") })], [null, gettext("Tie")],
+          [1, fmt(gettext("%(name)s is better"), { name: cfg.slots[1].replace("Model ", "") })]];
         const buttons = options.map(([winner, text]) => {
           const pressed = Boolean(t.preference) && (t.preference.winner ?? null) === winner;
           const possible = winner === null ? answers.every((a) => a.state === "ready") : answers[winner].state === "ready";
@@ -338,14 +340,14 @@
           return b;
         });
         fresh = el("fieldset", { class: "choice", id: `choice-${t.turn}` },
-          el("legend", { text: t.preference ? `Your choice: ${said(t.preference)} (you may change it until your next message)`
-            : "Which answer is better?" }),
+          el("legend", { text: t.preference ? fmt(gettext("Your choice: %(choice)s (you may change it until your next message)"), { choice: said(t.preference) })
+            : gettext("Which answer is better?") }),
           el("div", { class: "actions choice-buttons" }, ...buttons),
-          el("p", {}, el("label", { for: reasonId, text: "Why (optional)" }),
+          el("p", {}, el("label", { for: reasonId, text: gettext("Why (optional)") }),
             el("input", { type: "text", id: reasonId, maxlength: 1000, autocomplete: "off", value: typed || "" })),
           el("p", { class: "error", role: "alert", id: `choice-error-${t.turn}` }));
       } else if (t.preference) {
-        fresh = el("p", { class: "choice choice-made", id: `choice-${t.turn}` }, "Your choice: ",
+        fresh = el("p", { class: "choice choice-made", id: `choice-${t.turn}` }, gettext("Your choice:") + " ",
           el("strong", { text: said(t.preference) }), t.preference.reason ? ` (${t.preference.reason})` : "");
       }
       const focused = old && old.contains(document.activeElement) ? document.activeElement.id : null;
@@ -370,7 +372,7 @@
         renderTurn(turn);
         const error = $(`choice-error-${turn}`);
         if (isGuidelines(result)) gate.refusal(error, result.data, () => choose(turn, winner));
-        else error.textContent = errorText(result && result.data, "Not saved: the network failed; choose again.");
+        else error.textContent = errorText(result && result.data, gettext("Not saved: the network failed; choose again."));
       }
     }
 
@@ -414,10 +416,10 @@
 
     // --- the message box: open only when a message may be sent; otherwise it says why ------------------------
     function blocked() {
-      if (closed()) return "This conversation is finished.";
-      if (!cfg.writer) return "Only the task's writers may send messages.";
-      if (state.gateClosed) return "Read the guidelines above and confirm them first.";
-      if (state.sending) return "Sending your message…";
+      if (closed()) return gettext("This conversation is finished.");
+      if (!cfg.writer) return gettext("Only the task's writers may send messages.");
+      if (state.gateClosed) return gettext("Read the guidelines above and confirm them first.");
+      if (state.sending) return gettext("Sending your message…");
       const last = turns().length ? turns()[turns().length - 1] : null;
       const writing = answersOf(last).filter((a) => a.state === "pending");
       if (writing.length) {
@@ -434,11 +436,11 @@
       status.textContent = reason;
       $("guidelines-gate").hidden = !state.gateClosed;
       const used = turns().length;
-      $("turn-count").textContent = `(${used} of ${cfg.max_turns} sent)`;
+      $("turn-count").textContent = fmt(gettext("(%(used)s of %(max)s sent)"), { used, max: cfg.max_turns });
       const done = closed();
       $("finish").hidden = done || !cfg.writer;
       $("another").hidden = !done;
-      $("convo-state").textContent = done ? "Finished" : "Open";
+      $("convo-state").textContent = done ? gettext("Finished") : gettext("Open");
       $("convo-state").classList.toggle("good", done);
     }
 
@@ -454,7 +456,7 @@
       composerError.textContent = "";
       const text = box.value.trim();
       if (blocked()) return;
-      if (!text) { composerError.textContent = "Write a message first."; box.focus(); return; }
+      if (!text) { composerError.textContent = gettext("Write a message first."); box.focus(); return; }
       // The message shows at once; the API's answer puts the saved message and its pending answers in its place.
       const turn = turns().length ? turns()[turns().length - 1].turn + 1 : 0;
       state.draft = { turn, text };
@@ -482,7 +484,7 @@
         if (node && !turnOf(turn)) node.remove();
         if (!turns().length) renderAll();
         if (isGuidelines(result)) gate.refusal(composerError, result.data, () => { state.gateClosed = false; send(); });
-        else composerError.textContent = errorText(result && result.data, "Not sent: the network failed; send it again (your text is kept).");
+        else composerError.textContent = errorText(result && result.data, gettext("Not sent: the network failed; send it again (your text is kept)."));
       }
       updateComposer();
       if (!box.disabled) box.focus();
@@ -503,7 +505,7 @@
     }
 
     function showError(result) {
-      composerError.textContent = errorText(result && result.data, "The network failed; try again.");
+      composerError.textContent = errorText(result && result.data, gettext("The network failed; try again."));
     }
 
     async function safeCall(method, url, body) {

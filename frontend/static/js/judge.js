@@ -4,6 +4,8 @@
 // page: each disputed answer's form posts the decision to its data-decision-url and says the outcome in place.
 (() => {
   "use strict";
+  const gettext = window.gettext || ((text) => text);  // the /jsi18n/ catalogue (base.html)
+  const fmt = (text, values) => text.replace(/%\((\w+)\)s/g, (whole, key) => String(values[key]));
   const api = window.dynabench.api;
   const $ = (id) => document.getElementById(id);
 
@@ -30,21 +32,21 @@
     function onVerdict() {
       const chosen = verdict();
       $("category-row").hidden = chosen !== "confirmed";
-      $("reason-need").textContent = chosen === "unusable" ? "(required: why can it not be judged?)" : "(optional)";
+      $("reason-need").textContent = chosen === "unusable" ? gettext("(required: why can it not be judged?)") : gettext("(optional)");
       $("judge-error").textContent = "";
     }
 
     function show(item) {
       state.item = item;
       $("item-id").textContent = `#${item.id}`;
-      $("item-round").textContent = `Round ${item.round}`;
-      $("item-judged").textContent = `${item.judged} of ${item.quorum} judgements`;
+      $("item-round").textContent = fmt(gettext("Round %(round)s"), { round: item.round });
+      $("item-judged").textContent = fmt(gettext("%(judged)s of %(quorum)s judgements"), { judged: item.judged, quorum: item.quorum });
       const log = [];
       for (const turn of item.conversation) {
-        log.push(bubble("from-writer", "Writer", turn.user));
+        log.push(bubble("from-writer", gettext("Writer"), turn.user));
         if (turn.answer) log.push(bubble("from-model", turn.answer.model, turn.answer.text));
       }
-      log.push(bubble("from-writer", "Writer", item.message));
+      log.push(bubble("from-writer", gettext("Writer"), item.message));
       const marked = bubble("from-model marked-answer", `${item.answer.model} · marked as failing`, item.answer.text);
       marked.id = "marked-answer";
       log.push(marked);
@@ -64,7 +66,7 @@
       $("item").hidden = true;
       $("status").hidden = false;
       $("status").dataset.reason = body.reason || "";
-      $("status").textContent = body.detail || "Nothing to judge right now.";
+      $("status").textContent = body.detail || gettext("Nothing to judge right now.");
     }
 
     async function next() {
@@ -73,7 +75,7 @@
         empty({ detail: "" });
         return gate.refusal($("status"), data, next); // read and confirm the guidelines, then the queue opens
       }
-      if (!ok) return empty({ detail: api.errorText(data, "Could not load the next marked answer.") });
+      if (!ok) return empty({ detail: api.errorText(data, gettext("Could not load the next marked answer.")) });
       return data.failure ? show(data.failure) : empty(data);
     }
 
@@ -81,11 +83,11 @@
       event.preventDefault();
       if (!state.item || state.busy) return;
       const chosen = verdict();
-      if (!chosen) { $("judge-error").textContent = "Choose a verdict first (1, 2 or 3)."; return; }
+      if (!chosen) { $("judge-error").textContent = gettext("Choose a verdict first (1, 2 or 3)."); return; }
       const payload = { verdict: chosen, rating: Number($("rating").value), reason: $("reason").value.trim() };
       if (chosen === "confirmed") payload.category = $("category").value;
       if (chosen === "unusable" && !payload.reason) {
-        $("judge-error").textContent = "Say why the answer cannot be judged.";
+        $("judge-error").textContent = gettext("Say why the answer cannot be judged.");
         $("reason").focus();
         return;
       }
@@ -98,11 +100,11 @@
           $("done-count").textContent = String(state.done);
           await next();
         } else if (status === 409 && data && data.code === "guidelines") {
-          gate.refusal($("judge-error"), data, () => { $("judge-error").textContent = "Thank you. Now save again."; });
+          gate.refusal($("judge-error"), data, () => { $("judge-error").textContent = gettext("Thank you. Now save again."); });
         } else if (status === 409) {
           await next(); // decided, or its quorum reached meanwhile: move on
         } else {
-          api.showError($("judge-error"), data, `Not saved (${status}).`);
+          api.showError($("judge-error"), data, fmt(gettext("Not saved (%(status)s)."), { status }));
         }
       } finally {
         state.busy = false;
@@ -143,11 +145,11 @@
                           reason: form.elements.reason.value.trim() };
         if (payload.verdict === "confirmed") payload.category = category.value;
         const { ok, status, data } = await api.post(form.dataset.decisionUrl, payload);
-        if (!ok) return api.showError(error, data, `Not saved (${status}).`);
+        if (!ok) return api.showError(error, data, fmt(gettext("Not saved (%(status)s)."), { status }));
         const done = document.createElement("p");
         done.className = "card good decided";
         const kind = data.failure.decided_category ? ` (${data.failure.decided_category})` : "";
-        done.textContent = `Decided: ${data.failure.consensus_label.toLowerCase()}${kind}.`;
+        done.textContent = fmt(gettext("Decided: %(decision)s%(kind)s."), { decision: data.failure.consensus_label.toLowerCase(), kind });
         form.replaceWith(done);
       });
     }
