@@ -41,9 +41,9 @@ def console_context(task, **extra) -> dict:
     hooks = Webhook.objects.filter(task=task).annotate(
         delivered=Count("deliveries", filter=Q(deliveries__status=Delivery.Status.DONE)),
         failed=Count("deliveries", filter=Q(deliveries__status=Delivery.Status.FAILED)),
-        pending=Count("deliveries", filter=Q(deliveries__status=Delivery.Status.PENDING)))
+        pending=Count("deliveries", filter=Q(deliveries__status=Delivery.Status.PENDING))).order_by("created_at", "pk")
     events = Event.objects.filter(task=task).annotate(
-        hooks=Count("deliveries", distinct=True), mailed=Count("mails", distinct=True))[:RECENT]
+        hooks=Count("deliveries", distinct=True), mailed=Count("mails", distinct=True)).order_by("-created_at", "-pk")[:RECENT]
     mails = [{"mail": m, "to": masked(m.address)} for m in
              Mail.objects.filter(event__task=task).select_related("event", "user")[:RECENT]]
     hooks = [labelled(h) for h in hooks]

@@ -34,6 +34,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from standardwebhooks.webhooks import Webhook as Signer
 
 from dynabench_site.errors import Conflict, InvalidInput
@@ -230,6 +231,7 @@ def record(delivery: Delivery, hook: Webhook, number: int, started, code, error:
         Webhook.objects.filter(pk=hook.pk).update(consecutive_failures=F("consecutive_failures") + 1)
         limit = int(settings.NOTIFY_DISABLE_AFTER)
         Webhook.objects.filter(pk=hook.pk, disabled_at__isnull=True, consecutive_failures__gte=limit).update(
-            disabled_at=now, disabled_reason=(_("switched off: %(n)d deliveries in a row failed; the last one: %(error)s")
-                                              % {"n": limit, "error": error})[:300])
+            disabled_at=now, disabled_reason=(ngettext("switched off: its last delivery failed: %(error)s",
+                                                       "switched off: %(n)d deliveries in a row failed; the last one: "
+                                                       "%(error)s", limit) % {"n": limit, "error": error})[:300])
     return Outcome("failed")

@@ -89,6 +89,7 @@ def test_another_tasks_webhook_is_not_found_under_this_task(owner_client, notify
 def test_the_console_lists_events_and_mails_with_masked_addresses(owner_client, task, notify_settings):
     notify_settings.JOB_RUNNER = ""
     events.emit(task, "round_opened", {"round": 1})
+    events.emit(task, "round_closed", {"round": 1})
     page = owner_client.get(CONSOLE).content.decode()
-    assert 'data-event="round_opened"' in page
+    assert page.index('data-event="round_closed"') < page.index('data-event="round_opened"')  # newest first
     assert "owner (o…@example.org)" in page and "owner@example.org" not in page and "pending" in page
