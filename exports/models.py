@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from accounts import tokens
 from accounts.models import ApiToken, ApiTokenQuerySet
@@ -17,8 +18,8 @@ from accounts.models import ApiToken, ApiTokenQuerySet
 
 class DatasetSnapshot(models.Model):
     class Audience(models.TextChoices):
-        PUBLIC = "public", "Anyone who can see the task (also signed out, for public tasks)"
-        RESEARCHERS = "researchers", "Researchers, task owners and admins"
+        PUBLIC = "public", _("Anyone who can see the task (also signed out, for public tasks)")
+        RESEARCHERS = "researchers", _("Researchers, task owners and admins")
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="snapshots")
     round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="snapshots")

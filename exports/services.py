@@ -11,6 +11,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from django.utils.translation import gettext as _
 
 from dynabench_site.errors import InvalidInput, Unavailable
 from dynabench_site.text import quote
@@ -203,25 +204,33 @@ def publish_plan(round: Round) -> PublishPlan:
 def publish_warnings(round: Round, preview: splits.Preview) -> list[str]:
     """Plain sentences for the owner (and the publish message): empty dev/test, mostly unvalidated rows."""
     if not preview.total:
-        return [f"Nothing to publish yet: round {round.number} has no usable example (scored, not retracted, "
-                "not rejected or flagged)."]
+        return [_("Nothing to publish yet: round %(round)s has no usable example (scored, not retracted, "
+                  "not rejected or flagged).") % {"round": round.number}]
     warnings = []
     if preview.empty and set(preview.empty) & {"dev", "test"}:
-        empty = " and ".join(name for name in preview.empty if name != "train")
-        waiting = (f" {preview.held_back} fooling example(s) assigned to dev or test wait for validation: validating "
-                   "them fills those files." if preview.held_back else "")
-        warnings.append(
-            f"{empty.capitalize()} would be empty: dev and test hold only examples that fooled the models and that "
-            f"validators verified.{waiting} "
-            + ("Researchers could train on this version, not evaluate on it." if " and " in empty
-               else f"This version would have no {empty} set."))
+        empty = [name for name in preview.empty if name != "train"]
+        waiting = (" " + _("%(n)s fooling example(s) assigned to dev or test wait for validation: validating them "
+                           "fills those files.") % {"n": preview.held_back} if preview.held_back else "")
+        if len(empty) > 1:
+            head = _("Dev and test would be empty: dev and test hold only examples that fooled the models and that "
+                     "validators verified.")
+            tail = _("Researchers could train on this version, not evaluate on it.")
+        elif empty == ["dev"]:
+            head = _("Dev would be empty: dev and test hold only examples that fooled the models and that validators "
+                     "verified.")
+            tail = _("This version would have no dev set.")
+        else:
+            head = _("Test would be empty: dev and test hold only examples that fooled the models and that validators "
+                     "verified.")
+            tail = _("This version would have no test set.")
+        warnings.append(f"{head}{waiting} {tail}")
     unvalidated = preview.total - preview.total_validated
     if unvalidated * 2 > preview.total:
         scope = round.task.typed_config.validation.scope
-        why = (" (this task sends only fooling examples to validators)" if scope == "fooling" else "")
+        why = (" " + _("(this task sends only fooling examples to validators)") if scope == "fooling" else "")
         warnings.append(
-            f"Most rows are unvalidated: {unvalidated} of {preview.total} carry the writer's label, not one "
-            f"validators confirmed{why}.")
+            _("Most rows are unvalidated: %(unvalidated)s of %(total)s carry the writer's label, not one validators "
+              "confirmed%(why)s.") % {"unvalidated": unvalidated, "total": preview.total, "why": why})
     return warnings
 
 

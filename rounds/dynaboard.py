@@ -47,6 +47,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from django.utils.translation import gettext as _
+
 METRICS = ("performance", "throughput", "memory", "robustness", "fairness")
 DIRECTION = {"performance": 1, "throughput": 1, "memory": -1, "robustness": 1, "fairness": 1}
 DELTA_CUTOFF_PROPORTION = 0.0001  # Dynabench's delta_cutoff_proportion
@@ -158,11 +160,11 @@ def dynascores(rows: list[Mapping[str, float | None]], weights: Mapping[str, flo
     for metric in METRICS[1:]:
         having = sum(1 for c in conv if metric in c)
         if not having:
-            left_out[metric] = "no listed model has it"
+            left_out[metric] = _("no listed model has it")
         elif rates.get(metric) is None:
-            left_out[metric] = "fewer than two listed models with different performance have it"
+            left_out[metric] = _("fewer than two listed models with different performance have it")
         elif rates[metric] == 0:
-            left_out[metric] = "it is the same for every listed model that has it"
+            left_out[metric] = _("it is the same for every listed model that has it")
     means = {}
     for metric in METRICS:
         values = [t[metric] for t in terms if metric in t]
