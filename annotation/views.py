@@ -11,6 +11,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from annotation import assistant, feedback, jobs, scoring_health, services
@@ -116,7 +117,7 @@ def appeal(request, pk: int):
     if example.author_id != request.user.pk:
         raise Http404("No example with this id.")
     services.appeal(example, request.POST.get("reason", ""))
-    messages.success(request, f"Example {pk} was sent to an expert. You will see the decision here.")
+    messages.success(request, _("Example %(id)s was sent to an expert. You will see the decision here.") % {"id": pk})
     return redirect(back_url(request, reverse("annotation-my-examples")))
 
 
@@ -138,6 +139,6 @@ def scoring_retry(request, slug: str):
     stuck = [e for e in chosen if e.scoring_state == Example.Scoring.PENDING]
     for example in stuck:
         jobs.enqueue_scoring(example.pk)
-    messages.success(request, f"Scoring asked again for {failed + len(stuck)} example(s) "
-                              f"({failed} failed, {len(stuck)} stuck).")
+    messages.success(request, _("Scoring asked again for %(n)s example(s) (%(failed)s failed, %(stuck)s stuck).")
+                     % {"n": failed + len(stuck), "failed": failed, "stuck": len(stuck)})
     return redirect("rounds-console-health", slug=task.slug)
