@@ -47,11 +47,12 @@ def parse_json_object(text: str, what: str) -> dict[str, Any]:
     try:
         value = loads_bounded(text, CONFIG_MAX_DEPTH)
     except json.JSONDecodeError as exc:
-        raise forms.ValidationError(f"{what} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+        raise forms.ValidationError(_("%(what)s is not valid JSON: %(error)s (line %(line)s, column %(column)s)") % {
+            "what": what, "error": exc.msg, "line": exc.lineno, "column": exc.colno}) from None
     except ValueError as exc:  # too deep, NaN or Infinity
-        raise forms.ValidationError(f"{what} cannot be accepted: {exc}") from None
+        raise forms.ValidationError(_("%(what)s cannot be accepted: %(error)s") % {"what": what, "error": exc}) from None
     if not isinstance(value, dict):
-        raise forms.ValidationError(f"{what} must be a JSON object ({{...}})")
+        raise forms.ValidationError(_("%(what)s must be a JSON object ({...})") % {"what": what})
     return value
 
 
@@ -62,7 +63,8 @@ def validated_config(kind: str, raw: dict[str, Any], task: Task | None = None) -
     try:
         parsed = get_kind(kind).parse_config(raw)
     except PydanticError as exc:
-        raise forms.ValidationError(f"The configuration does not fit the {kind} kind: {pydantic_message(exc)}") from None
+        raise forms.ValidationError(_("The configuration does not fit the %(kind)s kind: %(error)s")
+                                    % {"kind": kind, "error": pydantic_message(exc)}) from None
     problem = check_encoder_setting(parsed, task)  # the folders the site allows, the task's uploads
     if problem:
         raise forms.ValidationError(f"retraining.encoder: {problem}")
@@ -82,14 +84,14 @@ class TaskCreateForm(forms.Form):
     def clean_slug(self) -> str:
         slug = self.cleaned_data["slug"]
         if Task.objects.filter(slug=slug).exists():
-            raise forms.ValidationError(f"a task with the slug {slug!r} exists already")
+            raise forms.ValidationError(_("a task with the slug %(slug)s exists already") % {"slug": repr(slug)})
         return slug
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if "kind" in data:
             try:
-                raw = parse_json_object(data.get("config", ""), "The configuration")
+                raw = parse_json_object(data.get("config", ""), _("The configuration"))
                 data["config"] = validated_config(data["kind"], raw)
             except forms.ValidationError as exc:
                 self.add_error("config", exc)
@@ -117,7 +119,7 @@ class SettingsForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         try:
-            raw = parse_json_object(data.get("config", ""), "The settings")
+            raw = parse_json_object(data.get("config", ""), _("The settings"))
             raw["instructions"] = data.get("instructions", "")
             data["config"] = validated_config(self.task.kind, raw, self.task)
         except forms.ValidationError as exc:
