@@ -31,9 +31,12 @@ def sized(browser, width: int) -> Iterator[None]:
 
 def shot(browser, name: str, width: int) -> Path:
     """The page from its top (at most walks.MAX_SHOT_HEIGHT tall) as var/screenshots/<name>-<width>.png."""
-    height = min(browser.execute_script("return document.documentElement.scrollHeight"), MAX_SHOT_HEIGHT)
+    height, inner = browser.execute_script("return [document.documentElement.scrollHeight, window.innerHeight]")
+    height = min(height, MAX_SHOT_HEIGHT)
+    # A page that fits the window is taken as shown: beyond the viewport, Chromium lays a short right-to-left page
+    # out again shifted sideways in the picture (the page itself is not: tests/study/test_participant_walk.py).
     data = browser.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
+        "format": "png", "captureBeyondViewport": height > inner,
         "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
     SHOTS.mkdir(parents=True, exist_ok=True)
     path = SHOTS / f"{name}-{width}.png"

@@ -32,7 +32,7 @@ from study import arms, consent, surveys, texts
 from study.models import Arm, Participant, Study, SurveyResponse
 from tests.annotation.conftest import make_task
 from tests.factories import ExampleFactory, UserFactory
-from tests.site.screens import shot, sized
+from tests.site.screens import shot, sized, too_wide
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -64,7 +64,10 @@ TRANSLATIONS = {
            "question:post:hard": "¿Qué tan difícil fue escribir el ejemplo?",
            "question:post:hard:choices": "fácil\nregular\ndifícil",
            "question:post:comments": "¿Algo que quiera decirnos?",
-           "label:positive": "positiva", "label:negative": "negativa", "label:neutral": "neutral"},
+           "label:positive": "positiva", "label:negative": "negativa", "label:neutral": "neutral",
+           "instructions": "Escriba una frase cuyo sentimiento sea claro para una persona pero que el modelo se equivoque. "
+                           "El contexto está ahí como inspiración; no tiene que usarlo.",
+           "field:prompt": "Contexto", "field:text": "Texto"},
     "ar": {"consent": "# المشاركة في هذه الدراسة\n\nندرس كيف يكتب الناس أمثلة يخطئ فيها النموذج. ستكتب جملة قصيرة "
                       "من مراجعة. **تُحفظ إجاباتك باسم مستعار**، ويمكنك الانسحاب في أي وقت.",
            "survey:pre:title": "عنك", "survey:pre:intro": "سؤالان قبل البدء.",
@@ -74,7 +77,10 @@ TRANSLATIONS = {
            "survey:post:title": "في الختام", "survey:post:intro": "شكرًا لك. سؤالان أخيران.",
            "question:post:hard": "ما مدى صعوبة كتابة المثال؟", "question:post:hard:choices": "سهل\nمتوسط\nصعب",
            "question:post:comments": "هل تود إخبارنا بشيء؟",
-           "label:positive": "إيجابي", "label:negative": "سلبي", "label:neutral": "محايد"},
+           "label:positive": "إيجابي", "label:negative": "سلبي", "label:neutral": "محايد",
+           "instructions": "اكتب جملة يكون شعورها واضحًا للإنسان لكن النموذج يخطئ فيها. السياق موجود للإلهام؛ لست "
+                           "مضطرًا لاستخدامه.",
+           "field:prompt": "السياق", "field:text": "النص"},
 }
 
 
@@ -253,6 +259,7 @@ def test_participants_walk_the_study_in_spanish_and_arabic_and_the_owner_reads_t
         answer_pre_survey(browser, "ar", "P-NO", adult="no")
         ready(browser, "main")
         assert "/study/stop/" in browser.current_url
+        assert too_wide(browser) is None  # the mirrored page fits its window
         shot(browser, "study-ar-P-NO-ineligible", WIDTH)
         browser.go(f"/tasks/{task.slug}/create/")  # no way to the work: the gate sends them back to the stop page
         ready(browser, "main")
