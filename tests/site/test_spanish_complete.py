@@ -178,3 +178,48 @@ def test_a_missing_page_in_spanish(db, spanish):
 def test_the_same_pages_stay_english_without_the_cookie(db, client):
     html = client.get("/").content.decode()
     assert heading(html) == "Collect the examples that models get wrong"
+
+
+# --- every string the templates mark is in the Spanish catalogue ---------------------------------------
+
+TEMPLATE_DIRS = [Path(settings.BASE_DIR) / "frontend" / "templates", *sorted(Path(settings.BASE_DIR).glob("*/templates"))]
+CALL = re.compile(r"\b(n?p?gettext)\(((?:\s*u?'(?:[^'\\]|\\.)*'\s*,?)+)")
+LITERAL = re.compile(r"u?'(?:[^'\\]|\\.)*'")
+
+
+def marked_in_templates() -> dict[tuple[str, str], str]:
+    """(context, msgid) -> the template that marks it, as `makemessages` reads the templates (Django's templatize)."""
+    import ast
+
+    from django.utils.translation.template import templatize
+
+    found = {}
+    for folder in TEMPLATE_DIRS:
+        for path in sorted(folder.rglob("*")):
+            if path.suffix not in {".html", ".txt"} or ".venv" in path.parts:
+                continue
+            source = path.read_text(encoding="utf-8")
+            if "{% load i18n" not in source and "i18n" not in source:
+                continue
+            for call, args in CALL.findall(templatize(source, origin=str(path))):
+                strings = [ast.literal_eval(text) for text in LITERAL.findall(args)]
+                context = strings.pop(0) if call.startswith(("pgettext", "npgettext")) else ""
+                if strings:
+                    found[(context, strings[0])] = str(path.relative_to(settings.BASE_DIR))
+    return found
+
+
+def test_every_string_the_templates_mark_has_a_spanish_translation():
+    """A string marked in a template after the catalogue was made fails here: run
+    `manage.py makemessages -l es --ignore=.venv --ignore=var --ignore=research --ignore=docs --ignore=tests
+    --ignore=bench`, translate the new entries in locale/es/LC_MESSAGES/django.po, then `compilemessages -l es`."""
+    catalogue = {}
+    for entry in entries(SPANISH / "django.po"):
+        catalogue[entry["msgid"]] = entry
+    context_free = {msgid for msgid in catalogue}
+    missing = []
+    for (context, msgid), where in sorted(marked_in_templates().items()):
+        entry = catalogue.get(msgid)
+        if msgid not in context_free or entry is None or not all(text.strip() for text in entry["msgstr"].values()):
+            missing.append(f"{where}: {msgid[:80]!r}")
+    assert not missing, "marked in templates, not translated in locale/es:\n" + "\n".join(missing)
