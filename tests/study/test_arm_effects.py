@@ -254,3 +254,27 @@ def test_the_write_page_of_an_arm_without_the_model_says_saved_only(browser):
     assert not browser.find_element(By.ID, "verdict-body").is_displayed()
     wait.until(lambda b: Example.objects.filter(scoring_state="scored").exists())  # scored all the same
     assert Example.objects.get().arm_id == blind.pk
+
+
+def test_a_study_submission_stays_within_the_writers_query_budget(monkeypatch):
+    """The arm's lookup is the access cache's (study.arms.standing): once warm, a submission in a study costs what
+    one outside a study costs (tests/annotation/test_query_budget.py: ≤ 6 with an idempotency key)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from accounts import tokens
+
+    task, round_, context, (arm,) = studied({})
+    deploy_tiny_ensemble(round_)
+    user, _ = writer_in(task, arm)
+    _, raw = tokens.issue(user, "budget")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {raw}")
+    monkeypatch.setattr(jobs, "enqueue_scoring", lambda *args, **kwargs: None)  # a worker's queries, not the web's
+    assert submit(client, task, context, "A first, warming sentence.").status_code == 202  # fills the cache
+    with CaptureQueriesContext(connection) as captured:
+        response = submit(client, task, context, "The soup was cold and late.", idempotency_key="k-1")
+    queries = [q["sql"] for q in captured.captured_queries
+               if not q["sql"].upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT"))]
+    assert response.status_code == 202 and Example.objects.get(pk=response.data["id"]).arm_id == arm.pk
+    assert len(queries) <= 6, "\n".join(q[:150] for q in queries)
