@@ -11,6 +11,7 @@ from rest_framework import serializers
 from annotation.models import Example, Suggestion
 from annotation.services import Submission
 from dynabench_site.serializers import FieldsBuiltOnce
+from tasks.kinds.verdict import hidden_record
 from tasks.models import Context
 
 VERDICT_FIELDS = (
@@ -92,7 +93,7 @@ class ContextSerializer(FieldsBuiltOnce, serializers.ModelSerializer):
 
 
 # What a writer in a study arm without the model in the loop reads instead of the verdict (study.arms): "saved".
-HIDDEN_VERDICT = {"fooled": None, "ensemble_prediction": None, "model_predictions": [], "explanation": None,
+HIDDEN_VERDICT = {**hidden_record(), "explanation": None,
                   "model_versions": [], "explanation_state": "unavailable", "explanation_error": ""}
 
 

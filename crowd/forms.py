@@ -90,7 +90,9 @@ class BatchForm(forms.Form):
     hours = forms.IntegerField(min_value=1, max_value=24 * 90, initial=lambda: settings.CROWD_LINK_HOURS,
                                help_text="how long the links stay valid")
     end_rule = forms.ChoiceField(choices=WorkerBatch.EndRule.choices, initial=WorkerBatch.EndRule.EXAMPLES,
-                                 help_text="when a worker's work is done and they get the completion code")
+                                 required=False,
+                                 help_text="when a worker's work is done and they get the completion code (not "
+                                           "given: after N examples, as before there was a choice)")
     examples_required = forms.IntegerField(min_value=1, max_value=500, initial=3,
                                            help_text="N: examples a worker writes before getting the completion code")
     minutes_required = forms.IntegerField(min_value=1, max_value=24 * 60, required=False,
@@ -112,6 +114,9 @@ class BatchForm(forms.Form):
 
     def clean_places(self):
         return self.cleaned_data.get("places") or 0
+
+    def clean_end_rule(self):
+        return self.cleaned_data.get("end_rule") or WorkerBatch.EndRule.EXAMPLES
 
 
 class PlatformForm(forms.Form):

@@ -65,6 +65,11 @@ class Verdict:
                 "model_predictions": list(self.models)}
 
 
+def hidden_record(flag: str = "fooled") -> dict[str, Any]:
+    """`Verdict.record`'s fields, empty: what a writer reads whose study arm has no model in the loop (study.arms)."""
+    return {flag: None, "ensemble_prediction": None, "model_predictions": []}
+
+
 def decide(task: HasKind, target: Any, ensemble_prediction: Mapping[str, Any] | None = None,
            models: Sequence[Mapping[str, Any]] = (), *, judgement: Mapping[str, Any] | None = None) -> Verdict:
     """The verdict on `target` for the task's kind: the one function that decides "fooled".
