@@ -32,7 +32,7 @@ from study import arms, consent, surveys, texts
 from study.models import Arm, Participant, Study, SurveyResponse
 from tests.annotation.conftest import make_task
 from tests.factories import ExampleFactory, UserFactory
-from tests.site.screens import shot, sized, too_wide
+from tests.site.screens import SHOTS, shot, sized, too_wide
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
@@ -283,9 +283,12 @@ def test_participants_walk_the_study_in_spanish_and_arabic_and_the_owner_reads_t
         arm = study_world["loop"] if n % 2 == 0 else study_world["standard"]
         writer = UserFactory(username=f"simulated-{n}")
         Participant.objects.create(task=task, user=writer, arm=arm, sequence=100 + n, language="en")
-        for k in range(3):
+        for k in range(3):  # the loop arm fools more often, and takes longer; validators confirm most of it
+            fooled = (n + k) % 2 == 0 if arm.key == "loop" else (n + k) % 4 == 1
+            decided = (Example.Consensus.VERIFIED if k < 2 else Example.Consensus.REJECTED) if fooled else \
+                Example.Consensus.UNVALIDATED
             ExampleFactory(round=study_world["round"], author=writer, arm=arm, language="en",
-                           input={"text": f"simulated writer {n}, example {k}"}, fooled=(n + k) % 3 == 0,
+                           input={"text": f"simulated writer {n}, example {k}"}, fooled=fooled, consensus=decided,
                            time_spent_ms=40_000 + 5_000 * ((n * 7 + k) % 9) + (15_000 if arm.key == "loop" else 0))
     hook = webhooks.add(task, f"http://127.0.0.1:{receiver.server_port}/hooks", ["round_closed", "round_opened"],
                         by=study_world["owner"])
@@ -296,8 +299,10 @@ def test_participants_walk_the_study_in_spanish_and_arabic_and_the_owner_reads_t
         ready(browser, "#arms-comparison")
         table = browser.find_element(By.ID, "arms-table").text
         assert "Model in the loop" in table and "Standard collection" in table
-        browser.execute_script("document.getElementById('arms-comparison').scrollIntoView()")
-        shot(browser, "study-owner-arms", WIDTH)
+        section = browser.find_element(By.ID, "arms-comparison")
+        browser.execute_script("arguments[0].scrollIntoView()", section)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        section.screenshot(str(SHOTS / f"study-owner-arms-{WIDTH}.png"))  # the section alone
         for _ in range(2):  # a test event twice from the console: the first delivery fails (503), the second lands
             browser.go(f"/tasks/{task.slug}/console/notifications/")
             ready(browser, "form[action$='/test/'] button")
