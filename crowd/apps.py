@@ -24,3 +24,7 @@ class CrowdConfig(AppConfig):
             exits = None
         if exits is not None and hasattr(exits, "provide"):
             exits.provide(lifecycle.exit_url)
+        # A link worker whose assignment ended (returned, timed out, screened out) does no more work on the task.
+        from tasks import gates
+
+        gates.register("crowd", lifecycle.ended_gate)

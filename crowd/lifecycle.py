@@ -36,10 +36,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 from crowd import links
 from crowd.links import LinkRefused
 from crowd.models import Assignment, PlatformEvent, WorkerBatch
+from dynabench_site import access_cache
+from tasks.gates import Step
 
 log = logging.getLogger(__name__)
 
@@ -187,8 +190,31 @@ def time_out_due(now: datetime | None = None) -> int:
                                          followed_at__isnull=False)
                .values_list("pk", "followed_at", "batch__time_limit_minutes"))
     due = [pk for pk, started, limit in running.iterator() if now >= started + timedelta(minutes=limit)]
-    return (Assignment.objects.filter(pk__in=due, state=Assignment.State.ACTIVE)
-            .update(state=Assignment.State.TIMED_OUT, ended_at=now))
+    ended = (Assignment.objects.filter(pk__in=due, state=Assignment.State.ACTIVE)
+             .update(state=Assignment.State.TIMED_OUT, ended_at=now))
+    if ended:
+        access_cache.bump()  # their cached standing (ended_gate) is stale now
+    return ended
+
+
+def ended_gate(user, task) -> Step | None:
+    """tasks.gates: a worker who came by a link and whose every assignment on `task` has ended (returned, timed out,
+    screened out: the place went to someone else) does no more work there, though still signed in; their page says
+    why. Only link accounts (no password) are asked; cached under the access generation (an ending bumps it)."""
+    if not getattr(user, "is_authenticated", False) or user.has_usable_password():
+        return None
+    name = access_cache.key("crowd-ended", user.pk, task.pk)
+    ended_pk, generation = access_cache.lookup(name)
+    if ended_pk is access_cache.MISSING:
+        states = list(Assignment.objects.filter(user=user, batch__task=task).order_by("-pk")
+                      .values_list("pk", "state"))
+        ended_pk = states[0][0] if states and all(state in Assignment.ENDED for _, state in states) else 0
+        access_cache.put(name, ended_pk, generation)
+    if not ended_pk:
+        return None
+    return Step("assignment_ended", str(_("Your assignment on this task has ended (returned or timed out), and its "
+                                          "place went to someone else: there is no more work for you here.")),
+                reverse("crowd-assignment", args=[ended_pk]))
 
 
 def open_assignment(user, task) -> Assignment | None:

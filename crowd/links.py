@@ -39,6 +39,7 @@ from accounts import services as accounts
 from annotation.models import Example
 from crowd import quizzes
 from crowd.models import Assignment, Quiz, WorkerAccount, WorkerBatch
+from dynabench_site import access_cache
 from dynabench_site.errors import Conflict, DomainError, InvalidInput
 from tasks import guidelines, roles
 from tasks.models import Task, TaskMembership
@@ -353,6 +354,8 @@ def end(assignment: Assignment, state: str, now: datetime | None = None) -> bool
         raise ValueError(f"not an ending state: {state}")
     changed = Assignment.objects.filter(pk=assignment.pk).exclude(state__in=Assignment.ENDED).update(
         state=state, ended_at=now or timezone.now())
+    if changed:
+        access_cache.bump()  # the worker's cached standing (crowd.lifecycle.ended_gate) is stale now
     return bool(changed)
 
 

@@ -365,3 +365,27 @@ def test_the_batch_form_takes_the_end_rule_and_places(crowd_task):
         make_batch(crowd_task, end_rule="minutes")
     with pytest.raises(links.InvalidInput, match="at least one worker"):
         make_batch(crowd_task, places=0)
+
+
+def test_a_worker_whose_assignment_ended_does_no_more_work_though_still_signed_in(crowd_task):
+    """Returned or timed out: the place went to someone else, so the session that is still open writes nothing more;
+    the API says why (409 `assignment_ended`) and the write page sends them to their assignment's page."""
+    import json
+
+    batch = make_batch(crowd_task, places=1, time_limit_minutes=30)
+    worker, _ = join(batch, "PID1")
+    assignment = Assignment.objects.get(worker_id="PID1")
+    context = crowd_task.contexts.get()
+    body = {"context_id": context.pk, "input": {"text": "Cold soup, warm smile, I would return."},
+            "target": "positive"}
+    written = worker.post(f"/api/tasks/{crowd_task.slug}/examples/", json.dumps(body),
+                          content_type="application/json")
+    assert written.status_code in (201, 202), written.content  # at work while the assignment runs
+    assert lifecycle.time_out_due(now=assignment.followed_at + timedelta(minutes=31)) == 1
+    body["input"] = {"text": "A second example, after the time limit."}
+    refused = worker.post(f"/api/tasks/{crowd_task.slug}/examples/", json.dumps(body),
+                          content_type="application/json")
+    assert refused.status_code == 409 and refused.json()["code"] == "assignment_ended", refused.content
+    assert refused.json()["next_url"] == f"/assignments/{assignment.pk}/"
+    page = worker.get(f"/tasks/{crowd_task.slug}/create/")
+    assert page.status_code == 302 and page.url.startswith(f"/assignments/{assignment.pk}/")
