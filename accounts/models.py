@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Account(models.Model):
@@ -12,8 +13,8 @@ class Account(models.Model):
     address): only what the platform itself observed is recorded, never a value a client declared."""
 
     class Origin(models.TextChoices):
-        SIGNUP = "signup", "Signed up"
-        EXTERNAL = "external", "External worker link"
+        SIGNUP = "signup", _("Signed up")
+        EXTERNAL = "external", _("External worker link")
 
     user = models.OneToOneField(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="account"
@@ -54,8 +55,8 @@ class ApiToken(models.Model):
     """
 
     class Access(models.TextChoices):
-        FULL = "full", "Full access (acts as you)"
-        READ = "read", "Read only (GET, HEAD, OPTIONS)"
+        FULL = "full", _("Full access (acts as you)")
+        READ = "read", _("Read only (GET, HEAD, OPTIONS)")
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=100, blank=True, default="")

@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from annotation.fingerprints import fingerprint
 from annotation.managers import ExampleQuerySet
@@ -10,10 +11,10 @@ from annotation.managers import ExampleQuerySet
 
 class Assistance(models.TextChoices):
     """How an example relates to the writing assistant's suggestions (annotation.assistant.provenance)."""
-    NONE = "", "Without the assistant"
-    AS_SUGGESTED = "as_suggested", "Submitted as suggested"
-    EDITED = "edited", "Edited from a suggestion"
-    OWN = "own", "Written from scratch (suggestions shown)"
+    NONE = "", _("Without the assistant")
+    AS_SUGGESTED = "as_suggested", _("Submitted as suggested")
+    EDITED = "edited", _("Edited from a suggestion")
+    OWN = "own", _("Written from scratch (suggestions shown)")
 
 
 class Suggestion(models.Model):
@@ -21,9 +22,9 @@ class Suggestion(models.Model):
     label, each scored by the round's live ensemble before the writer sees it (annotation.assistant)."""
 
     class State(models.TextChoices):
-        PENDING = "pending", "Writing suggestions"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Unavailable"
+        PENDING = "pending", _("Writing suggestions")
+        READY = "ready", _("Ready")
+        FAILED = "failed", _("Unavailable")
 
     round = models.ForeignKey("tasks.Round", on_delete=models.CASCADE, related_name="suggestions")
     context = models.ForeignKey("tasks.Context", on_delete=models.SET_NULL, null=True, blank=True,
@@ -54,28 +55,28 @@ class Example(models.Model):
     """One example a writer submitted, with the model verdict that the server decided."""
 
     class Scoring(models.TextChoices):
-        PENDING = "pending", "Saved — scoring"
-        SCORED = "scored", "Scored"
-        FAILED = "failed", "Scoring failed"
+        PENDING = "pending", _("Saved — scoring")
+        SCORED = "scored", _("Scored")
+        FAILED = "failed", _("Scoring failed")
 
     class Map(models.TextChoices):
         """The word map (explanation) of a verdict: computed by a job of its own after the verdict is stored."""
-        NONE = "", "No map (no verdict yet)"
-        PENDING = "pending", "Map coming"
-        READY = "ready", "Map ready"
-        UNAVAILABLE = "unavailable", "No map (why: `explanation_error`)"
+        NONE = "", _("No map (no verdict yet)")
+        PENDING = "pending", _("Map coming")
+        READY = "ready", _("Map ready")
+        UNAVAILABLE = "unavailable", _("No map (why: `explanation_error`)")
 
     class Consensus(models.TextChoices):
-        UNVALIDATED = "unvalidated", "Not yet decided"
-        VERIFIED = "verified", "Verified (label confirmed)"
-        REJECTED = "rejected", "Rejected (label wrong)"
-        FLAGGED = "flagged", "Flagged (unusable)"
-        DISPUTED = "disputed", "Disputed (sent to experts)"
+        UNVALIDATED = "unvalidated", _("Not yet decided")
+        VERIFIED = "verified", _("Verified (label confirmed)")
+        REJECTED = "rejected", _("Rejected (label wrong)")
+        FLAGGED = "flagged", _("Flagged (unusable)")
+        DISPUTED = "disputed", _("Disputed (sent to experts)")
 
     class Split(models.TextChoices):
-        TRAIN = "train", "Train"
-        DEV = "dev", "Dev"
-        TEST = "test", "Test"
+        TRAIN = "train", _("Train")
+        DEV = "dev", _("Dev")
+        TEST = "test", _("Test")
 
     round = models.ForeignKey("tasks.Round", on_delete=models.PROTECT, related_name="examples")
     context = models.ForeignKey("tasks.Context", on_delete=models.PROTECT, null=True, blank=True, related_name="examples")

@@ -11,17 +11,18 @@ from pathlib import Path
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 
 from zoo.heads import head_choices
 
 
 class ModelVersion(models.Model):
     class Status(models.TextChoices):
-        TRAINING = "training", "Training"
-        READY = "ready", "Ready"
-        DEPLOYED = "deployed", "Deployed (in a round's ensemble)"
-        FAILED = "failed", "Failed"
-        RETIRED = "retired", "Retired"
+        TRAINING = "training", _("Training")
+        READY = "ready", _("Ready")
+        DEPLOYED = "deployed", _("Deployed (in a round's ensemble)")
+        FAILED = "failed", _("Failed")
+        RETIRED = "retired", _("Retired")
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="model_versions")
     version = models.PositiveIntegerField(help_text="per task, counting up")

@@ -7,6 +7,8 @@ from datetime import datetime
 from statistics import median
 from typing import Any
 
+from django.utils.translation import gettext
+
 from annotation.managers import rate
 from annotation.models import Assistance, Example
 from modelzoo.models import EnsembleScore
@@ -131,9 +133,9 @@ def assistant_comparison(round_: Round) -> list[dict[str, Any]]:
         return {"label": label, "key": key, **figures,
                 "median_seconds": round(median(spent) / 1000, 1) if spent else None}
 
-    rows = [row("Without the assistant", "without", by_mode.get("", empty), times.get("", []))]
+    rows = [row(gettext("Without the assistant"), "without", by_mode.get("", empty), times.get("", []))]
     assisted = examples.exclude(assistance="")
-    rows.append(row("With the assistant (all)", "with", assisted.figures(),
+    rows.append(row(gettext("With the assistant (all)"), "with", assisted.figures(),
                     [ms for mode, spent in times.items() if mode for ms in spent]))
     rows += [row(f"— {label.lower()}", mode, by_mode.get(mode, empty), times.get(mode, []))
              for mode, label in Assistance.choices if mode]

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 # A run in any of these states holds the task's one slot (the database allows one unfinished run per task):
 # "awaiting" is a run stopped before deploying a new ensemble worse than the live one, until its owner approves
@@ -17,17 +18,17 @@ class PipelineRun(models.Model):
     """One "close this round, open the next" job. At most one unfinished run per task (database constraint)."""
 
     class Status(models.TextChoices):
-        PENDING = "pending", "Waiting to start"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed (can be retried)"
-        AWAITING = "awaiting", "Awaiting approval"
-        ABANDONED = "abandoned", "Abandoned"
+        PENDING = "pending", _("Waiting to start")
+        RUNNING = "running", _("Running")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed (can be retried)")
+        AWAITING = "awaiting", _("Awaiting approval")
+        ABANDONED = "abandoned", _("Abandoned")
 
     class Decision(models.TextChoices):
-        NONE = "", "Not asked"
-        APPROVED = "approved", "Approved: deploy the new ensemble"
-        DISCARDED = "discarded", "Discarded: keep the live ensemble"
+        NONE = "", _("Not asked")
+        APPROVED = "approved", _("Approved: deploy the new ensemble")
+        DISCARDED = "discarded", _("Discarded: keep the live ensemble")
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="pipeline_runs")
     from_round = models.ForeignKey(
@@ -82,11 +83,11 @@ class PipelineRun(models.Model):
 
 class PipelineStep(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        WAITING = "waiting", "Awaiting approval"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        PENDING = "pending", _("Pending")
+        RUNNING = "running", _("Running")
+        WAITING = "waiting", _("Awaiting approval")
+        DONE = "done", _("Done")
+        FAILED = "failed", _("Failed")
 
     run = models.ForeignKey(PipelineRun, on_delete=models.CASCADE, related_name="steps")
     name = models.CharField(max_length=40)
@@ -119,10 +120,10 @@ class ResearcherModel(models.Model):
     """A model a researcher uploaded (weights only). Evaluated by a worker, listed on the leaderboard."""
 
     class Status(models.TextChoices):
-        EVALUATING = "evaluating", "Evaluating"
-        EVALUATED = "evaluated", "Evaluated"
-        FAILED = "failed", "Evaluation failed"
-        ABANDONED = "abandoned", "Abandoned"
+        EVALUATING = "evaluating", _("Evaluating")
+        EVALUATED = "evaluated", _("Evaluated")
+        FAILED = "failed", _("Evaluation failed")
+        ABANDONED = "abandoned", _("Abandoned")
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="researcher_models")
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -154,9 +155,9 @@ class PredictionUpload(models.Model):
     (`rounds.predictions`)."""
 
     class Status(models.TextChoices):
-        SCORING = "scoring", "Scoring"
-        SCORED = "scored", "Scored"
-        REJECTED = "rejected", "Rejected"  # no row could be used: the report says why, row by row
+        SCORING = "scoring", _("Scoring")
+        SCORED = "scored", _("Scored")
+        REJECTED = "rejected", _("Rejected")  # no row could be used: the report says why, row by row
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="prediction_uploads")
     uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -183,9 +184,9 @@ class PredictionScore(models.Model):
     scored; one it covers in part or not at all says so (`missing` ids are counted, never guessed)."""
 
     class Status(models.TextChoices):
-        SCORED = "scored", "Scored"
-        INCOMPLETE = "incomplete", "Incomplete"  # some of the set's ids have no prediction: not ranked on it
-        MISSING = "missing", "No predictions"
+        SCORED = "scored", _("Scored")
+        INCOMPLETE = "incomplete", _("Incomplete")  # some of the set's ids have no prediction: not ranked on it
+        MISSING = "missing", _("No predictions")
 
     upload = models.ForeignKey(PredictionUpload, on_delete=models.CASCADE, related_name="scores")
     dataset = models.CharField(max_length=300)

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import Q
+from django.utils.translation import gettext_lazy as _
 from pydantic import ValidationError as PydanticError
 
 from tasks.kinds import TaskConfig, TaskKind, get_kind, kind_choices
@@ -45,8 +46,8 @@ class TaskQuerySet(models.QuerySet):
 
 class Task(models.Model):
     class Visibility(models.TextChoices):
-        PUBLIC = "public", "Public"
-        HIDDEN = "hidden", "Hidden"
+        PUBLIC = "public", _("Public")
+        HIDDEN = "hidden", _("Hidden")
 
     slug = models.SlugField(max_length=64, unique=True)
     name = models.CharField(max_length=200)
@@ -106,9 +107,9 @@ class Round(models.Model):
     """A round of collection. Its status moves only through `tasks.round_state` (draft -> open -> closed)."""
 
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        OPEN = "open", "Open"
-        CLOSED = "closed", "Closed"
+        DRAFT = "draft", _("Draft")
+        OPEN = "open", _("Open")
+        CLOSED = "closed", _("Closed")
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="rounds")
     number = models.PositiveIntegerField()
@@ -158,12 +159,12 @@ class LabeledItem(models.Model):
     """Labelled data that was not written on the platform: seed pool and evaluation sets."""
 
     class Split(models.TextChoices):
-        TRAIN = "train", "Train / seed pool"
-        DEV = "dev", "Development"
-        TEST = "test", "Test"
+        TRAIN = "train", _("Train / seed pool")
+        DEV = "dev", _("Development")
+        TEST = "test", _("Test")
         # A stable slice of imported train rows (tasks.importing.HOLD_OUT_*): never trained on, never a seed;
         # the retraining gate's "base held-out" set (rounds.datasets.BASE_HELD_OUT).
-        HELD_OUT = "heldout", "Held out from the train data"
+        HELD_OUT = "heldout", _("Held out from the train data")
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="labeled_items")
     collection = models.CharField(max_length=100, help_text="the imported set, e.g. sst2 or anli-r1")
@@ -197,15 +198,15 @@ class TaskMembership(models.Model):
     given by the demo. `tasks.roles.has_role` consults it next to the global groups."""
 
     class Role(models.TextChoices):
-        ANNOTATOR = "annotator", "Writer"
-        VALIDATOR = "validator", "Validator"
-        EXPERT = "expert", "Expert"
+        ANNOTATOR = "annotator", _("Writer")
+        VALIDATOR = "validator", _("Validator")
+        EXPERT = "expert", _("Expert")
 
     class Source(models.TextChoices):
-        QUIZ = "quiz", "Passed the quiz"
-        OWNER = "owner", "Appointed by an owner"
-        LINK = "link", "External worker link"
-        DEMO = "demo", "Demo account"
+        QUIZ = "quiz", _("Passed the quiz")
+        OWNER = "owner", _("Appointed by an owner")
+        LINK = "link", _("External worker link")
+        DEMO = "demo", _("Demo account")
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="task_memberships")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
 from tasks.kinds.base import InputError, TaskConfig, TaskKind
 from tasks.kinds.chat import ChatKind
 from tasks.kinds.classification import ClassificationKind
@@ -35,7 +37,7 @@ def is_fooled(task: HasKind, target: Any, prediction: dict[str, Any]) -> bool | 
 
 
 def kind_choices() -> list[tuple[str, str]]:
-    return [(kind.name, kind.label) for kind in KINDS.values()]
+    return [(kind.name, gettext_lazy(kind.label)) for kind in KINDS.values()]  # (gettext_noop in each kind)
 
 
 __all__ = ["KINDS", "HasKind", "InputError", "TaskConfig", "TaskKind", "Verdict", "decide", "get_kind", "is_fooled",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar, Literal
 
+from django.utils.translation import gettext_noop
 from pydantic import Field, field_validator, model_validator
 
 from dynabench_site.text import quote
@@ -122,7 +123,7 @@ def slot_name(slot: int) -> str:
 
 class ChatKind(TaskKind):
     name = "chat"
-    label = "Chat with language models (rate and break)"
+    label = gettext_noop("Chat with language models (rate and break)")
     head = ""  # no encoder head: the models in the loop are language models (generative)
     generative: ClassVar[bool] = True
     answered_by: ClassVar[str] = "language_models"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.utils.translation import gettext_noop
 from pydantic import Field, field_validator, model_validator
 
 from dynabench_site.text import quote
@@ -41,7 +42,7 @@ class ClassificationConfig(TaskConfig):
 
 class ClassificationKind(TaskKind):
     name = "classification"
-    label = "Classification (configured)"
+    label = gettext_noop("Classification (configured)")
     head = "classification"
     config_class = ClassificationConfig
     metrics = ("accuracy", "macro_f1")

@@ -1,3 +1,4 @@
+from django.utils.translation import gettext_noop
 from pydantic import Field
 
 from tasks.kinds.classification import ClassificationConfig, ClassificationKind
@@ -16,5 +17,5 @@ class HateSpeechConfig(ClassificationConfig):
 
 class HateSpeechKind(ClassificationKind):
     name = "hate_speech"
-    label = "Hate speech detection"
+    label = gettext_noop("Hate speech detection")
     config_class = HateSpeechConfig

@@ -1,3 +1,4 @@
+from django.utils.translation import gettext_noop
 from pydantic import Field
 
 from tasks.kinds.classification import ClassificationConfig, ClassificationKind
@@ -15,7 +16,7 @@ class NLIConfig(ClassificationConfig):
 
 class NLIKind(ClassificationKind):
     name = "nli"
-    label = "Natural language inference"
+    label = gettext_noop("Natural language inference")
     config_class = NLIConfig
     # Training settings on top of the classification head's (lr 1e-4, the checkpoint with the fewest dev mistakes;
     # modelzoo.ensemble_training.default_recipe), for the demo's round-1 models and every round's retraining alike.

@@ -7,6 +7,7 @@ import string
 from collections import Counter
 from typing import Any, Literal
 
+from django.utils.translation import gettext_noop
 from pydantic import Field, model_validator
 
 from tasks import choices
@@ -78,7 +79,7 @@ def answer_texts(target: dict[str, Any]) -> list[str]:
 
 class QAKind(TaskKind):
     name = "qa"
-    label = "Extractive question answering"
+    label = gettext_noop("Extractive question answering")
     head = "qa"
     target_is_label = False
     answer_is_span = True

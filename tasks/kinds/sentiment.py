@@ -1,3 +1,4 @@
+from django.utils.translation import gettext_noop
 from pydantic import Field
 
 from tasks.kinds.classification import ClassificationConfig, ClassificationKind
@@ -17,5 +18,5 @@ class SentimentConfig(ClassificationConfig):
 
 class SentimentKind(ClassificationKind):
     name = "sentiment"
-    label = "Sentiment analysis"
+    label = gettext_noop("Sentiment analysis")
     config_class = SentimentConfig
