@@ -49,6 +49,7 @@ from dynabench_site import access_cache
 from dynabench_site.errors import Conflict, InvalidInput
 from dynabench_site.text import text_problem
 from modelzoo.models import Ensemble, ModelVersion
+from study import texts
 from study.models import Arm, Participant, Study
 from tasks import roles
 from tasks.models import Task
@@ -112,7 +113,7 @@ def _participant(task: Task, user) -> Participant:
         return found
     try:
         with transaction.atomic():
-            return Participant.objects.create(task=task, user=user, language=(get_language() or "")[:10])
+            return Participant.objects.create(task=task, user=user, language=texts.language_code(get_language()))
     except IntegrityError:  # made meanwhile by a parallel request of the same person
         return Participant.objects.select_related("arm").get(task=task, user=user)
 
@@ -203,7 +204,7 @@ def for_submission(task: Task, user) -> tuple[Arm | None, str]:
     arm = found.arm
     if found.needs_assignment and not roles.can_manage(user, task):
         arm = assign(task, user).arm
-    return arm, ((get_language() or found.language or "")[:10])
+    return arm, texts.language_code(get_language() or found.language or None)
 
 
 def joined(task: Task, user) -> Arm | None:

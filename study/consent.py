@@ -29,6 +29,7 @@ from django.utils.translation import gettext as _
 from dynabench_site import access_cache
 from dynabench_site.errors import Conflict, InvalidInput
 from dynabench_site.text import check_text
+from study import texts
 from study.models import Consent, ConsentRecord, Participant
 from tasks.models import Task
 
@@ -36,8 +37,9 @@ MAX_CHARS = 50_000
 
 
 def language() -> str:
-    """The language the person reads the site in now (recorded with what they agree to and answer)."""
-    return (get_language() or "")[:10]
+    """The language the person reads the site in now (recorded with what they agree to and answer), as one of the
+    site's language codes ("en", not "en-us")."""
+    return texts.language_code(get_language())
 
 
 def current(task) -> Consent | None:
