@@ -8,14 +8,15 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class Quiz(models.Model):
     """A short quiz that qualifies for one role on one task (writer or validator)."""
 
     class Role(models.TextChoices):
-        ANNOTATOR = "annotator", "Writer"
-        VALIDATOR = "validator", "Validator"
+        ANNOTATOR = "annotator", _("Writer")
+        VALIDATOR = "validator", _("Validator")
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="quizzes")
     role = models.CharField(max_length=10, choices=Role.choices)
@@ -82,14 +83,14 @@ class WorkerBatch(models.Model):
     comes first."""
 
     class Source(models.TextChoices):
-        PROLIFIC = "prolific", "Prolific"
-        MTURK = "mturk", "Mechanical Turk"
-        OTHER = "other", "Other"
+        PROLIFIC = "prolific", _("Prolific")
+        MTURK = "mturk", _("Mechanical Turk")
+        OTHER = "other", _("Other")
 
     class EndRule(models.TextChoices):
-        EXAMPLES = "examples", "after N examples"
-        MINUTES = "minutes", "after M minutes"
-        FIRST = "first", "whichever comes first"
+        EXAMPLES = "examples", _("after N examples")
+        MINUTES = "minutes", _("after M minutes")
+        FIRST = "first", _("whichever comes first")
 
     task = models.ForeignKey("tasks.Task", on_delete=models.CASCADE, related_name="worker_batches")
     name = models.CharField(max_length=200)
@@ -144,12 +145,12 @@ class Assignment(models.Model):
     link signs nobody in; their examples are kept."""
 
     class State(models.TextChoices):
-        INVITED = "invited", "invited"
-        ACTIVE = "active", "active"
-        COMPLETED = "completed", "completed"
-        RETURNED = "returned", "returned"
-        TIMED_OUT = "timed_out", "timed out"
-        SCREENED_OUT = "screened_out", "screened out"
+        INVITED = "invited", _("invited")
+        ACTIVE = "active", _("active")
+        COMPLETED = "completed", _("completed")
+        RETURNED = "returned", _("returned")
+        TIMED_OUT = "timed_out", _("timed out")
+        SCREENED_OUT = "screened_out", _("screened out")
 
     batch = models.ForeignKey(WorkerBatch, on_delete=models.CASCADE, related_name="assignments")
     worker_id = models.CharField(max_length=100)
@@ -215,8 +216,8 @@ class PlatformEvent(models.Model):
     once per event id: a repeated delivery is answered "already processed" and changes nothing."""
 
     class Channel(models.TextChoices):
-        WEBHOOK = "webhook", "webhook"
-        POLL = "poll", "polling"
+        WEBHOOK = "webhook", _("webhook")
+        POLL = "poll", _("polling")
 
     batch = models.ForeignKey(WorkerBatch, on_delete=models.CASCADE, related_name="events")
     event_id = models.CharField(max_length=200)

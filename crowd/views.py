@@ -65,10 +65,11 @@ def appoint(request, slug: str):
         raise InvalidInput("give a username and a role")
     if request.POST.get("action") == "revoke":
         members.revoke(task, form.cleaned_data["username"], form.cleaned_data["role"])
-        messages.success(request, f"{form.cleaned_data['username']} no longer holds that role here.")
+        messages.success(request, _("%(name)s no longer holds that role here.") % {"name": form.cleaned_data["username"]})
     else:
         members.appoint(task, form.cleaned_data["username"], form.cleaned_data["role"], request.user)
-        messages.success(request, f"{form.cleaned_data['username']} is now {form.cleaned_data['role']} on {task.name}.")
+        messages.success(request, _("%(name)s is now %(role)s on %(task)s.") % {
+            "name": form.cleaned_data["username"], "role": form.cleaned_data["role"], "task": task.name})
     return redirect(back_url(request, reverse("crowd-console", args=[slug])))
 
 
@@ -80,11 +81,12 @@ def suspend(request, slug: str):
     username = request.POST.get("username", "")
     if request.POST.get("action") == "lift":
         members.lift(task, username)
-        messages.success(request, f"{username} may work on {task.name} again.")
+        messages.success(request, _("%(name)s may work on %(task)s again.") % {"name": username, "task": task.name})
     else:
         redecided = members.suspend(task, username, request.user, request.POST.get("reason", ""))
-        messages.success(request, f"{username} is suspended from {task.name}; their votes on {redecided} "
-                         "example(s) no longer count, and what those votes decided is open again.")
+        messages.success(request, _("%(name)s is suspended from %(task)s; their votes on %(n)s example(s) no longer "
+                                    "count, and what those votes decided is open again.")
+                         % {"name": username, "task": task.name, "n": redecided})
     return redirect(back_url(request, reverse("crowd-people", args=[slug])))
 
 
@@ -110,11 +112,11 @@ def quiz_edit(request, slug: str, role: str):
     if request.method == "POST":
         if settings_form.is_bound and settings_form.is_valid():
             quizzes.configure(quiz, **settings_form.cleaned_data)
-            messages.success(request, "Quiz settings saved.")
+            messages.success(request, _("Quiz settings saved."))
             return redirect("crowd-quiz-edit", slug=slug, role=role)
         if item_form.is_bound and item_form.is_valid():
             quizzes.add_item(quiz, **item_form.item(), source="written by an owner")
-            messages.success(request, "Question added.")
+            messages.success(request, _("Question added."))
             return redirect("crowd-quiz-edit", slug=slug, role=role)
     saved = quiz.pk is not None
     return render(request, "crowd/quiz_edit.html", {
@@ -147,7 +149,7 @@ def quiz_add(request, slug: str, role: str):
     for example in Example.objects.filter(round__task=task, pk__in=ids(request.POST.getlist("example"))):
         quizzes.add_example(quiz, example)
         added += 1
-    messages.success(request, f"{added} question(s) added.")
+    messages.success(request, _("%(n)s question(s) added.") % {"n": added})
     return redirect("crowd-quiz-edit", slug=slug, role=role)
 
 
@@ -156,7 +158,7 @@ def quiz_add(request, slug: str, role: str):
 def quiz_remove(request, slug: str, role: str, item: int):
     task = task_for(request, slug, roles.OWNER)
     quizzes.remove_item(quizzes.ensure_quiz(task, role), item)
-    messages.success(request, "Question removed.")
+    messages.success(request, _("Question removed."))
     return redirect("crowd-quiz-edit", slug=slug, role=role)
 
 
@@ -190,10 +192,11 @@ def gold_mark(request, slug: str):
     example = get_object_or_404(Example.objects.select_related("round__task"), pk=example_id, round__task=task)
     if request.POST.get("action") == "unmark":
         gold.unmark(example)
-        messages.success(request, f"Example {example.pk} is no longer served as a gold item.")
+        messages.success(request, _("Example %(id)s is no longer served as a gold item.") % {"id": example.pk})
     else:
         gold.mark(example, by=request.user)
-        messages.success(request, f"Example {example.pk} is now a gold item, mixed unannounced into the queue.")
+        messages.success(request, _("Example %(id)s is now a gold item, mixed unannounced into the queue.")
+                         % {"id": example.pk})
     return redirect("crowd-gold", slug=slug)
 
 
@@ -212,8 +215,8 @@ def batch_new(request, slug: str):
     form = BatchForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         batch = links.create_batch(task, request.user, **form.cleaned_data)
-        messages.success(request, f"Batch {batch.name}: {batch.assignments.count()} links, valid until "
-                         f"{batch.expires_at:%Y-%m-%d %H:%M} UTC.")
+        messages.success(request, _("Batch %(name)s: %(n)s links, valid until %(until)s UTC.") % {
+            "name": batch.name, "n": batch.assignments.count(), "until": f"{batch.expires_at:%Y-%m-%d %H:%M}"})
         return redirect("crowd-batch", pk=batch.pk)
     return render(request, "crowd/batch_new.html", {"task": task, "form": form}, status=400 if form.errors else 200)
 
@@ -249,7 +252,7 @@ def batch_platform(request, pk: int):
     if not form.is_valid():
         raise InvalidInput("; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
     lifecycle.configure(batch, **form.cleaned_data)
-    messages.success(request, "Platform settings saved.")
+    messages.success(request, _("Platform settings saved."))
     return redirect("crowd-batch", pk=batch.pk)
 
 
@@ -267,7 +270,7 @@ def batch_links_csv(request, pk: int):
 def batch_close(request, pk: int):
     batch = owned_batch(request, pk)
     links.close(batch)
-    messages.success(request, "Batch closed: its links no longer sign anyone in.")
+    messages.success(request, _("Batch closed: its links no longer sign anyone in."))
     return redirect("crowd-batch", pk=batch.pk)
 
 
@@ -308,8 +311,9 @@ def quiz_take(request, slug: str, role: str):
         answers = {k.removeprefix("q"): v for k, v in request.POST.items() if k.startswith("q")}
         context["attempt"] = attempt = quizzes.grade(quiz, request.user, answers)
         if attempt.passed:
-            messages.success(request, f"Passed ({attempt.correct} of {attempt.total} right): you are now a "
-                             f"{quiz.get_role_display().lower()} on {task.name}.")
+            messages.success(request, _("Passed (%(correct)s of %(total)s right): you are now a %(role)s on %(task)s.")
+                             % {"correct": attempt.correct, "total": attempt.total,
+                                "role": quiz.get_role_display().lower(), "task": task.name})
             return redirect(back_url(request, reverse("task-detail", args=[slug])))
         context["left"] = quizzes.attempts_left(quiz, request.user)
         context["marks"] = quizzes.marks(attempt)
