@@ -14,6 +14,18 @@ from tests.personas import make_personas
 
 
 @pytest.fixture(autouse=True)
+def _site_language():
+    """Every test starts in the site's default language: LocaleMiddleware activates a request's language (its cookie,
+    its Accept-Language) in the thread that served it and leaves it there, so a test client's Spanish request would
+    otherwise make the next test's rendering in this process Spanish."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()
+
+
+@pytest.fixture(autouse=True)
 def _fresh_rate_limits():
     """Rate limits count in the cache (local memory in tests): every test starts with none counted."""
     from django.core.cache import cache
