@@ -403,8 +403,10 @@ def assignment_finish(request, pk: int):
     completion address with the code."""
     assignment = own_assignment(request, pk)
     links.complete(assignment)
-    messages.success(request, _("Thank you! Your completion code is below."))
-    return redirect("crowd-assignment-complete", pk=pk)
+    complete_path = reverse("crowd-assignment-complete", args=[pk])
+    if post_survey_url(request.user, assignment.batch.task, complete_path) is None:  # else the survey comes first
+        messages.success(request, _("Thank you! Your completion code is below."))
+    return redirect(complete_path)
 
 
 @login_required
