@@ -208,7 +208,8 @@ PARTICIPANT_FILES = ("frontend/templates/base.html", "frontend/templates/annotat
                      "frontend/templates/study/stop.html", "frontend/templates/crowd/link_refused.html",
                      "frontend/templates/crowd/open_link.html", "frontend/templates/crowd/assignment.html",
                      "frontend/templates/crowd/leave.html", "frontend/templates/crowd/_end_rule.html",
-                     "frontend/templates/modelzoo/_training_notice.html", "study/gate.py", "study/consent.py")
+                     "frontend/templates/modelzoo/_training_notice.html", "study/gate.py", "study/consent.py",
+                     "study/surveys.py", "crowd/links.py", "crowd/lifecycle.py")
 
 
 def test_the_arabic_participant_path_is_translated():
