@@ -1,5 +1,5 @@
 """A webhook server that is slow or down, and a mail server, delay nothing in the action that caused the event: the
-action commits and returns at once, and the jobs (threads of this process, the embedded default) deliver afterwards.
+action commits and returns while the slow server still holds its answer (an order of events, not a timing), and the jobs (threads of this process, the embedded default) deliver afterwards.
 Real commits (a transactional test), a real HTTP server and a real SMTP server."""
 
 from __future__ import annotations
@@ -49,10 +49,9 @@ def test_closing_a_round_returns_at_once_while_webhooks_are_slow_or_down(embedde
     down = webhooks.add(task, f"http://127.0.0.1:{free_port()}/down", ["round_closed"])
 
     reverse("notify-console", args=["sentiment"])  # the URLconf loaded, as in any web process that served a page
-    started = time.monotonic()
     round_state.close_round(round_)  # commits (autocommit): the jobs start now, in threads
-    elapsed = time.monotonic() - started
-    assert elapsed < 1.0, f"closing the round took {elapsed:.2f} s"
+    # The action is back while the slow server still holds its answer (SERVER_DELAY s): it did not wait for it.
+    assert Delivery.objects.get(webhook=slow).status != Delivery.Status.DONE
     round_.refresh_from_db()
     assert round_.status == "closed"  # committed before any delivery
 
@@ -78,11 +77,10 @@ def test_an_expert_deciding_an_appeal_gets_the_page_at_once_while_the_webhook_is
     client = Client()
     client.force_login(people.expert)
 
-    started = time.monotonic()
     response = client.post(f"/tasks/sentiment/expert/{example.pk}/resolve/", {"verdict": "correct"})
-    elapsed = time.monotonic() - started
     assert response.status_code == 302
-    assert elapsed < 1.5, f"the expert's page took {elapsed:.2f} s"
+    # The page is back while the slow server still holds its answer (SERVER_DELAY s): it did not wait for it.
+    assert Delivery.objects.get().status != Delivery.Status.DONE
 
     wait_for_job_threads()
     assert Delivery.objects.get().status == Delivery.Status.DONE
