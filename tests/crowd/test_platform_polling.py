@@ -148,9 +148,8 @@ def test_the_sweep_job_polls_and_a_failing_platform_is_tried_again_next_time(fak
 def test_a_platform_that_hangs_times_out_and_a_wrong_token_is_an_error(fake_platform, batch, monkeypatch, settings):
     monkeypatch.setattr(platform, "POLL_TIMEOUT_SECONDS", 0.3)
     fake_platform.delay = 1.0
-    started = time.monotonic()
     result = platform.poll(batch)
-    assert not result.ok and "did not answer" in result.error and time.monotonic() - started < 1.0
+    assert not result.ok and "did not answer" in result.error  # the 0.3 s timeout, not the server's 1 s answer
     fake_platform.delay = 0
     settings.CROWD_PLATFORM_API_TOKEN = "wrong"
     assert platform.poll(batch).error == "the platform's API answered 401"
