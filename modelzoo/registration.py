@@ -4,8 +4,9 @@ A round's ensemble is made ready to serve by the backend (`Backend.register`: on
 ensemble). It is registered:
 - when it is deployed (`services.deploy_ensemble` calls the backend's `prepare`, and the receiver below
   answers `modelzoo.signals.ensemble_deployed`);
-- when the model server starts: `manage.py torchserve_register` registers every open round's ensemble (TorchServe
-  forgets its models when it stops: it runs with `--ncs`).
+- when the model server starts: `manage.py torchserve_register` registers every open round's ensemble and every
+  ensemble a study arm scores with (`served_ensembles`; TorchServe forgets its models when it stops: it runs with
+  `--ncs`).
 Never while scoring: a model the server does not know answers a retryable error and the job is retried.
 Every step is idempotent (an archive already built is reused; a 409 "already registered" is success).
 This module asks the backend only through its contract (`zoo.serving.base.Backend`) and never names one.
@@ -14,6 +15,7 @@ This module asks the backend only through its contract (`zoo.serving.base.Backen
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from modelzoo.models import Ensemble, ModelVersion
@@ -37,6 +39,25 @@ def open_round_ensembles() -> list[Ensemble]:
                 .select_related("round__task").order_by("round__task__slug", "round__number"))
 
 
+# Apps above add the ensembles they score with besides the open rounds' (a study arm's own target ensemble:
+# `study.apps`), so that a model server that starts again serves them too.
+_SOURCES: list[Callable[[], Iterable[Ensemble]]] = []
+
+
+def provide_ensembles(source: Callable[[], Iterable[Ensemble]]) -> None:
+    if source not in _SOURCES:
+        _SOURCES.append(source)
+
+
+def served_ensembles() -> list[Ensemble]:
+    """Every ensemble that must be served: the open rounds' and those the apps above provide, each once."""
+    found = {ensemble.pk: ensemble for ensemble in open_round_ensembles()}
+    for source in _SOURCES:
+        for ensemble in source():
+            found.setdefault(ensemble.pk, ensemble)
+    return list(found.values())
+
+
 def register_ensemble(versions: list[ModelVersion], round_label: str = "", backend: Backend | None = None) -> Registered:
     """Register one ensemble on `backend` (default: the configured one) and wait until it serves."""
     backend = backend or get_backend()
@@ -45,9 +66,10 @@ def register_ensemble(versions: list[ModelVersion], round_label: str = "", backe
 
 
 def register_open_rounds(backend: Backend | None = None) -> tuple[list[Registered], list[tuple[str, BackendError]]]:
-    """Register every open round's ensemble; returns (registered, failures) and keeps going after a failure."""
+    """Register every ensemble that must be served (`served_ensembles`: every open round's, and a study arm's own);
+    returns (registered, failures) and keeps going after a failure."""
     done, failed = [], []
-    for ensemble in open_round_ensembles():
+    for ensemble in served_ensembles():
         label = str(ensemble.round)
         try:
             done.append(register_ensemble(ensemble.ordered_members(), label, backend))

@@ -17,3 +17,9 @@ class StudyConfig(AppConfig):
         from tasks import texts as task_texts
 
         task_texts.register("study", texts.text)
+
+        # An arm's own target ensemble is served again when the model server starts (modelzoo.registration).
+        from modelzoo import registration
+        from study import arms
+
+        registration.provide_ensembles(arms.served_ensembles)

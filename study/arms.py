@@ -492,6 +492,14 @@ def mine(task: Task, user) -> dict[str, Any]:
 # --- the access cache's invalidation --------------------------------------------------------------
 
 
+def served_ensembles() -> list[Ensemble]:
+    """The own target ensembles of the active arms of enabled studies: a model server that starts again registers
+    them too (modelzoo.registration.provide_ensembles, connected in StudyConfig.ready)."""
+    ids = (Arm.objects.filter(active=True, ensemble__isnull=False, task__study__enabled=True)
+           .values_list("ensemble_id", flat=True))
+    return list(Ensemble.objects.filter(pk__in=ids).select_related("round__task"))
+
+
 def connect() -> None:
     """A study's, an arm's or a participant's save or deletion replaces the access generation (`standing`)."""
     for model in (Study, Arm, Participant):

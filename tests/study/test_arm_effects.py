@@ -158,6 +158,8 @@ def test_an_arm_without_the_model_sees_saved_only_while_the_example_is_scored(cl
     page = client.get(f"/tasks/{task.slug}/create/")
     assert page.context["config"]["model_in_loop"] is False
     assert page.context["figures"]["mer"] is None and page.context["figures"]["fooled"] == "—"
+    listed = client.get(f"/me/examples/?task={task.slug}").content.decode()  # My examples says saved, no verdict
+    assert "saved (no model in the loop in your study arm)" in listed and "not fooled" not in listed
 
 
 def test_the_writers_figures_leave_out_the_verdicts_in_an_arm_without_the_model():
@@ -278,3 +280,21 @@ def test_a_study_submission_stays_within_the_writers_query_budget(monkeypatch):
                if not q["sql"].upper().startswith(("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT"))]
     assert response.status_code == 202 and Example.objects.get(pk=response.data["id"]).arm_id == arm.pk
     assert len(queries) <= 6, "\n".join(q[:150] for q in queries)
+
+
+def test_an_arms_own_ensemble_is_served_again_when_the_model_server_starts():
+    """`manage.py torchserve_register` (modelzoo.registration.register_open_rounds) registers the open rounds'
+    ensembles and every active arm's own one, each once; an inactive arm's ensemble, or a study switched off, not."""
+    from modelzoo import registration
+    from modelzoo.serving import get_backend
+
+    task, round_, _context, (plain, own_arm, idle_arm) = studied({}, {}, {"active": False})
+    live = deploy_tiny_ensemble(round_)
+    own, idle = other_ensemble(round_), other_ensemble(round_)
+    Arm.objects.filter(pk=own_arm.pk).update(ensemble=own)
+    Arm.objects.filter(pk=idle_arm.pk).update(ensemble=idle)
+    assert {e.pk for e in registration.served_ensembles()} == {live.pk, own.pk}
+    done, failed = registration.register_open_rounds(get_backend())
+    assert failed == [] and len(done) == 2
+    Study.objects.filter(task=task).update(enabled=False)
+    assert {e.pk for e in registration.served_ensembles()} == {live.pk}
