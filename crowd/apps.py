@@ -14,17 +14,10 @@ class CrowdConfig(AppConfig):
         demo_task_loaded.connect(demo.load_quizzes, dispatch_uid="crowd.demo_quizzes")
         # A link worker who is ineligible, declines consent or withdraws goes back to the platform without a
         # completion code (the batch's screen-out address): the study's stop pages ask us for that address.
-        import importlib
-
         from crowd import lifecycle
-
-        try:
-            exits = importlib.import_module("study.exits")
-        except ImportError:  # the study's exits hook is not there: no address to offer
-            exits = None
-        if exits is not None and hasattr(exits, "provide"):
-            exits.provide(lifecycle.exit_url)
-        # A link worker whose assignment ended (returned, timed out, screened out) does no more work on the task.
+        from study import exits
         from tasks import gates
 
+        exits.provide(lifecycle.exit_url)
+        # A link worker whose assignment ended (returned, timed out, screened out) does no more work on the task.
         gates.register("crowd", lifecycle.ended_gate)

@@ -122,11 +122,7 @@ def read_open(token: str, now: datetime | None = None) -> WorkerBatch:
     batch = WorkerBatch.objects.select_related("task").filter(pk=payload.get("b")).first()
     if batch is None:
         raise LinkRefused("tampered")
-    now = now or timezone.now()
-    if batch.closed:
-        raise LinkRefused("closed")
-    if now.timestamp() > payload.get("e", 0) or now > batch.expires_at:
-        raise LinkRefused("expired")
+    links.check_batch(batch, payload, now)
     return batch
 
 

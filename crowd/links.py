@@ -183,6 +183,15 @@ def close(batch: WorkerBatch) -> None:
 # --- the worker's side ---------------------------------------------------------------------------
 
 
+def check_batch(batch: WorkerBatch, payload: dict, now: datetime | None = None) -> None:
+    """LinkRefused when a link's batch is closed, or the link (its signed expiry `e`) or the batch has expired."""
+    now = now or timezone.now()
+    if batch.closed:
+        raise LinkRefused("closed")
+    if now.timestamp() > payload.get("e", 0) or now > batch.expires_at:
+        raise LinkRefused("expired")
+
+
 def read(link_token: str, now: datetime | None = None) -> Assignment:
     """The assignment a link names, or LinkRefused: the signature, the ids and the expiry are all checked."""
     try:
@@ -192,11 +201,7 @@ def read(link_token: str, now: datetime | None = None) -> Assignment:
     assignment = Assignment.objects.select_related("batch__task").filter(pk=payload.get("a")).first()
     if assignment is None or (payload.get("w"), payload.get("x")) != (assignment.worker_id, assignment.assignment_id):
         raise LinkRefused("tampered")
-    now = now or timezone.now()
-    if assignment.batch.closed:
-        raise LinkRefused("closed")
-    if now.timestamp() > payload.get("e", 0) or now > assignment.batch.expires_at:
-        raise LinkRefused("expired")
+    check_batch(assignment.batch, payload, now)
     if assignment.ended:
         raise LinkRefused("ended")
     return assignment

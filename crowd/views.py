@@ -4,8 +4,6 @@ render; the rules are in the services."""
 
 from __future__ import annotations
 
-import importlib
-
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login
 from django.contrib.auth.decorators import login_required
@@ -24,6 +22,7 @@ from dynabench_site import csvsafe
 from dynabench_site.errors import InvalidInput
 from dynabench_site.pages import back_url, returns_to
 from dynabench_site.params import whole_number, whole_numbers
+from study import surveys
 from tasks import guidelines, roles
 from tasks.access import step_redirect, task_for, visible_tasks
 from tasks.models import LabeledItem, Suspension, Task, TaskMembership
@@ -370,16 +369,6 @@ def own_assignment(request, pk: int) -> Assignment:
     return assignment
 
 
-def post_survey_url(user, task, next_url: str) -> str | None:
-    """The study's post-survey for this person, when the task has one still to answer (study.surveys)."""
-    try:
-        surveys = importlib.import_module("study.surveys")
-    except ImportError:
-        return None
-    ask = getattr(surveys, "post_survey_url", None)
-    return ask(user, task, next_url) if ask is not None else None
-
-
 @login_required
 def assignment_page(request, pk: int):
     assignment = own_assignment(request, pk)
@@ -387,7 +376,7 @@ def assignment_page(request, pk: int):
         return step  # the study's consent and pre-survey come first, straight from the link (tasks.gates)
     completed = assignment.state == Assignment.State.COMPLETED
     complete_path = reverse("crowd-assignment-complete", args=[pk])
-    survey = post_survey_url(request.user, assignment.batch.task, complete_path) if completed else None
+    survey = surveys.post_survey_url(request.user, assignment.batch.task, complete_path) if completed else None
     return render(request, "crowd/assignment.html", {
         "assignment": assignment, "task": assignment.batch.task, "progress": links.progress(assignment),
         "survey_url": survey, "completed": completed and survey is None,
@@ -404,7 +393,7 @@ def assignment_finish(request, pk: int):
     assignment = own_assignment(request, pk)
     links.complete(assignment)
     complete_path = reverse("crowd-assignment-complete", args=[pk])
-    if post_survey_url(request.user, assignment.batch.task, complete_path) is None:  # else the survey comes first
+    if surveys.post_survey_url(request.user, assignment.batch.task, complete_path) is None:  # else the survey comes first
         messages.success(request, _("Thank you! Your completion code is below."))
     return redirect(complete_path)
 
@@ -416,7 +405,7 @@ def assignment_complete(request, pk: int):
     assignment = own_assignment(request, pk)
     if assignment.state != Assignment.State.COMPLETED:
         return redirect("crowd-assignment", pk=pk)
-    survey = post_survey_url(request.user, assignment.batch.task, request.path)
+    survey = surveys.post_survey_url(request.user, assignment.batch.task, request.path)
     if survey:
         return redirect(survey)
     return redirect(links.completion_url(assignment) or reverse("crowd-assignment", args=[pk]))

@@ -40,7 +40,6 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
-from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -197,19 +196,19 @@ def arm_of(task: Task, user) -> Arm | None:
 
 
 def for_submission(task: Task, user) -> tuple[Arm | None, str]:
-    """The arm and language an example of this person carries (set once, at submission): assigns a person the gate
-    did not assign while the task's study assigns arms. The language is the interface's (the participant's choice)
-    or, without one, the participant's recorded language."""
+    """The arm and language an example of this person carries (set once, at submission): `joined`'s arm, and the
+    interface's language (the participant's choice) or, without one, the participant's recorded language."""
     found = standing(task, user)
-    arm = found.arm
-    if found.needs_assignment and not roles.can_manage(user, task):
-        arm = assign(task, user).arm
-    return arm, texts.language_code(get_language() or found.language or None)
+    return _joined(task, user, found), texts.language_code(get_language() or found.language or None)
 
 
 def joined(task: Task, user) -> Arm | None:
-    """For the write page: the person's arm, assigning one first when the study assigns arms and they have none."""
-    found = standing(task, user)
+    """For the write page: the person's arm, assigning one first when the study assigns arms and they have none
+    (a person the gate did not assign)."""
+    return _joined(task, user, standing(task, user))
+
+
+def _joined(task: Task, user, found: Standing) -> Arm | None:
     if found.needs_assignment and not roles.can_manage(user, task):
         return assign(task, user).arm
     return found.arm
@@ -498,13 +497,6 @@ def served_ensembles() -> list[Ensemble]:
     ids = (Arm.objects.filter(active=True, ensemble__isnull=False, task__study__enabled=True)
            .values_list("ensemble_id", flat=True))
     return list(Ensemble.objects.filter(pk__in=ids).select_related("round__task"))
-
-
-def connect() -> None:
-    """A study's, an arm's or a participant's save or deletion replaces the access generation (`standing`)."""
-    for model in (Study, Arm, Participant):
-        post_save.connect(access_cache.bump, sender=model, dispatch_uid=f"access-save-{model._meta.label}")
-        post_delete.connect(access_cache.bump, sender=model, dispatch_uid=f"access-delete-{model._meta.label}")
 
 
 __all__ = ["BLOCK_REPEATS", "Standing", "arm_of", "assign", "block", "check_assistant", "hides_verdict", "pick",

@@ -4,9 +4,6 @@ returned / timed-out / screened-out participants freeing their place, and the ex
 
 from __future__ import annotations
 
-import importlib
-import sys
-import types
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -16,35 +13,13 @@ from django.utils import timezone
 
 from crowd import jobs, lifecycle, links
 from crowd.models import Assignment, WorkerBatch
+from study import surveys
+from study.models import Study
 from tests.factories import ExampleFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 COMPLETE = "https://app.prolific.com/submissions/complete?cc={code}"
 SCREEN_OUT = "https://app.prolific.com/submissions/complete?cc=SCREENED1"
-
-
-class Surveys:
-    """Sets study.surveys.post_survey_url for a test (the study's module when it is there, else a stand-in)."""
-
-    def __init__(self, monkeypatch):
-        try:
-            self.module = importlib.import_module("study.surveys")
-        except ImportError:
-            self.module = types.ModuleType("study.surveys")
-            monkeypatch.setitem(sys.modules, "study.surveys", self.module)
-        self.monkeypatch = monkeypatch
-        self.post_survey_url = lambda user, task, next_url=None: None
-
-    def __setattr__(self, name, value):
-        super().__setattr__(name, value)
-        if name == "post_survey_url":
-            self.monkeypatch.setattr(self.module, "post_survey_url", value, raising=False)
-
-
-@pytest.fixture(autouse=True)
-def no_post_survey(monkeypatch):
-    """No post-survey unless a test asks for one."""
-    return Surveys(monkeypatch)
 
 
 def make_batch(task, **kwargs) -> WorkerBatch:
@@ -131,27 +106,26 @@ def test_the_minutes_run_on_the_page_too(crowd_task):
     assert Assignment.objects.get(pk=assignment.pk).state == Assignment.State.COMPLETED
 
 
-def test_the_post_survey_comes_before_the_platform(crowd_task, no_post_survey):
+def test_the_post_survey_comes_before_the_platform(crowd_task):
+    """The task's study has a post-survey: finishing goes to it (the code waits), and once it is answered, to the
+    platform with the code."""
+    Study.objects.create(task=crowd_task, enabled=True)
+    surveys.replace_questions(surveys.configure(crowd_task, "post", title="Afterwards"), [
+        {"key": "hard", "kind": "likert", "text": "How hard was it?", "choices": ["easy", "fair", "hard"]}])
     batch = make_batch(crowd_task, examples_required=1)
     worker, _ = join(batch, "PID1")
     assignment = Assignment.objects.get(batch=batch)
     write(assignment, 1)
-    answered = set()
-    calls = []
-
-    def post_survey_url(user, task, next_url=None):
-        calls.append((user.pk, task.pk, next_url))
-        return None if user.pk in answered else f"/tasks/{task.slug}/survey/post/?next={next_url}"
-
-    no_post_survey.post_survey_url = post_survey_url
+    complete_path = f"/assignments/{assignment.pk}/complete/"
     finished = worker.post(f"/assignments/{assignment.pk}/finish/")
     to_survey = worker.get(finished.url)
-    assert to_survey.status_code == 302 and to_survey.url.startswith(f"/tasks/{crowd_task.slug}/survey/post/")
-    assert calls[-1] == (assignment.user_id, crowd_task.pk, f"/assignments/{assignment.pk}/complete/")
+    assert to_survey.status_code == 302 and to_survey.url.startswith(f"/tasks/{crowd_task.slug}/surveys/post/")
+    assert parse_qs(urlsplit(to_survey.url).query)["next"] == [complete_path]
     page = worker.get(f"/assignments/{assignment.pk}/")  # the code waits for the survey
     assert b"post-survey-link" in page.content and assignment.completion_code.encode() not in page.content
-    answered.add(assignment.user_id)
-    away = worker.get(f"/assignments/{assignment.pk}/complete/")
+    answered = worker.post(to_survey.url, {"hard": "fair", "next": complete_path})
+    assert answered.status_code == 302 and answered.url == complete_path
+    away = worker.get(complete_path)
     assert away.url == COMPLETE.format(code=assignment.completion_code)
     assert assignment.completion_code.encode() in worker.get(f"/assignments/{assignment.pk}/").content
 

@@ -33,10 +33,11 @@ from study.models import Arm, Participant, Study, SurveyResponse
 from tests.annotation.conftest import make_task
 from tests.factories import ExampleFactory, UserFactory
 from tests.site.screens import SHOTS, shot, sized, too_wide
+from tests.site.walks import HEIGHT
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 
-WIDTH = 1400
+WIDTH, PHONE = 1400, 420
 COMPLETE = "https://app.prolific.com/submissions/complete?cc={code}"
 SCREEN_OUT = "https://app.prolific.com/submissions/complete?cc=SCREENED"
 CONSENT = ("# Taking part in this study\n\nWe study how people write examples that a model gets wrong. You will write "
@@ -160,6 +161,22 @@ def choose_language(browser, language: str) -> None:
     wait(browser, lambda d: d.find_element(By.TAG_NAME, "html").get_attribute("lang") == language)
 
 
+def width(browser, pixels: int) -> None:
+    browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                            {"width": pixels, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+
+
+def shots(browser, name: str) -> None:
+    """The page at the walk's width, and again at a phone's, where it must fit (no sideways scrolling)."""
+    shot(browser, name, WIDTH)
+    width(browser, PHONE)
+    try:
+        assert too_wide(browser) is None, f"{name} at {PHONE} px: {too_wide(browser)}"
+        shot(browser, name, PHONE)
+    finally:
+        width(browser, WIDTH)
+
+
 def page_direction(browser) -> str:
     return browser.find_element(By.TAG_NAME, "html").get_attribute("dir") or "ltr"
 
@@ -172,7 +189,8 @@ def arrive(browser, batch, pid: str, language: str) -> None:
     choose_language(browser, language)
     ready(browser, "#open-start")
     assert page_direction(browser) == ("rtl" if language == "ar" else "ltr")
-    shot(browser, f"study-{language}-{pid}-join", WIDTH)
+    assert TRANSLATIONS[language]["instructions"][:30] in browser.find_element(By.TAG_NAME, "main").text
+    shots(browser, f"study-{language}-{pid}-join")
     browser.find_element(By.CSS_SELECTOR, "#open-start button[type=submit]").click()
 
 
@@ -181,7 +199,7 @@ def give_consent(browser, language: str, pid: str) -> None:
     assert "/consent/" in browser.current_url
     shown = browser.find_element(By.TAG_NAME, "main").text
     assert TRANSLATIONS[language]["consent"].splitlines()[0].lstrip("# ") in shown  # the owner's translation
-    shot(browser, f"study-{language}-{pid}-consent", WIDTH)
+    shots(browser, f"study-{language}-{pid}-consent")
     browser.find_element(By.ID, "consent-agree").click()
 
 
@@ -190,7 +208,7 @@ def answer_pre_survey(browser, language: str, pid: str, adult: str) -> None:
     assert TRANSLATIONS[language]["question:pre:adult"] in browser.find_element(By.ID, "survey-form").text
     browser.find_element(By.CSS_SELECTOR, f"input[name=adult][value={adult}]").click()
     browser.find_element(By.CSS_SELECTOR, "input[name=reviews][value=sometimes]").click()
-    shot(browser, f"study-{language}-{pid}-pre-survey", WIDTH)
+    shots(browser, f"study-{language}-{pid}-pre-survey")
     browser.find_element(By.ID, "survey-submit").click()
 
 
@@ -208,7 +226,7 @@ def write_example(browser, language: str, pid: str, text: str, sees_verdict: boo
     else:
         wait(browser, lambda d: state.text and "…" not in state.text)
         assert not browser.find_element(By.ID, "verdict-body").is_displayed()  # standard collection: no verdict
-    shot(browser, f"study-{language}-{pid}-create", WIDTH)
+    shots(browser, f"study-{language}-{pid}-create")
 
 
 def finish(browser, language: str, pid: str, assignment: Assignment) -> str:
@@ -217,7 +235,7 @@ def finish(browser, language: str, pid: str, assignment: Assignment) -> str:
     browser.find_element(By.ID, "finish").click()
     ready(browser, "#survey-form")  # the post-survey comes before the code
     browser.find_element(By.CSS_SELECTOR, "input[name=hard][value=fair]").click()
-    shot(browser, f"study-{language}-{pid}-post-survey", WIDTH)
+    shots(browser, f"study-{language}-{pid}-post-survey")
     # The platform is another site: its address is blocked, so the browser stops on it and we read where it went.
     browser.execute_cdp_cmd("Network.enable", {})
     browser.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*prolific.com*"]})
@@ -260,7 +278,7 @@ def test_participants_walk_the_study_in_spanish_and_arabic_and_the_owner_reads_t
         wait(browser, lambda d: "/study/stop/" in d.current_url)
         ready(browser, "main")
         assert too_wide(browser) is None  # the mirrored page fits its window
-        shot(browser, "study-ar-P-NO-ineligible", WIDTH)
+        shots(browser, "study-ar-P-NO-ineligible")
         browser.go(f"/tasks/{task.slug}/create/")  # no way to the work: the gate sends them back to the stop page
         ready(browser, "main")
         assert "/study/stop/" in browser.current_url
@@ -311,7 +329,7 @@ def test_participants_walk_the_study_in_spanish_and_arabic_and_the_owner_reads_t
         wait(browser, lambda d: len(Receiver.received) >= 2, timeout=60)
         browser.go(f"/tasks/{task.slug}/console/notifications/webhooks/{hook.pk}/")
         ready(browser, "main")
-        shot(browser, "study-owner-webhook-log", WIDTH)
+        shots(browser, "study-owner-webhook-log")
     first = Receiver.received[0]
     signed = webhooks.sign(Webhook.objects.get(pk=hook.pk).secret, first["headers"]["webhook-id"],
                            int(first["headers"]["webhook-timestamp"]), first["body"].decode())
