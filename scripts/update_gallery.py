@@ -31,9 +31,11 @@ OTHER_PAGES = ("annotator-assistant-1400", "leaderboard-weights-refused-420", "d
                                                  "study-create-ar", "owner-webhooks", "owner-webhook-log")
                  for width in (1400, 420)),
                # the study walked (issue 42: tests/study/test_participant_walk.py), in Spanish and in Arabic
-               *(f"study-{who}-{step}-1400" for who in ("es-P-ES", "ar-P-AR")
-                 for step in ("join", "consent", "pre-survey", "create", "post-survey")),
-               "study-ar-P-NO-ineligible-1400", "study-owner-arms-1400", "study-owner-webhook-log-1400")
+               *(f"study-{who}-{step}-{width}" for who in ("es-P-ES", "ar-P-AR")
+                 for step in ("join", "consent", "pre-survey", "create", "post-survey") for width in (1400, 420)),
+               *(f"study-{name}-{width}" for name in ("ar-P-NO-ineligible", "owner-webhook-log")
+                 for width in (1400, 420)),
+               "study-owner-arms-1400")
 
 
 def shrink(source: Path, target: Path) -> int:
